@@ -1,0 +1,336 @@
+"""The ``appliance`` command: ingest, search, documents and models."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from appliance.engines import Appliance
+from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
+from appliance.ingest.pipeline import DocumentOutcome, discover
+from appliance.model_registry import ModelUnavailable, hash_directory
+from appliance.retrieve.hybrid import QueryError
+from appliance.settings import Settings
+
+app = typer.Typer(no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
+docs_app = typer.Typer(no_args_is_help=True, help="List and remove ingested documents.")
+models_app = typer.Typer(no_args_is_help=True, help="Inspect and verify the model registry.")
+app.add_typer(docs_app, name="docs")
+app.add_typer(models_app, name="models")
+
+console = Console()
+errors = Console(stderr=True)
+SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus" / "documents"
+SAMPLE_QUESTION = "What is the first antibiotic dose for suspected sepsis with penicillin allergy?"
+
+
+def _appliance() -> Appliance:
+    return Appliance(Settings())
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(
+            f"{speed:5.1f} docs/s" if speed else "  -.- docs/s", style="progress.data.speed"
+        )
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    default_sensitivity: Annotated[
+        str | None, typer.Option(help="Sensitivity for documents whose metadata names none.")
+    ] = None,
+    default_department: Annotated[
+        list[str] | None, typer.Option(help="Department for documents whose metadata names none.")
+    ] = None,
+    default_doc_type: Annotated[
+        str | None, typer.Option(help="Type for untyped documents.")
+    ] = None,
+    prune: Annotated[
+        bool, typer.Option(help="Also remove documents whose source file no longer exists.")
+    ] = False,
+) -> None:
+    """Ingest documents: unchanged files are skipped, changed ones replaced."""
+    defaults: dict[str, object] = {}
+    if default_sensitivity:
+        defaults["sensitivity"] = default_sensitivity
+    if default_department:
+        defaults["departments"] = default_department
+    if default_doc_type:
+        defaults["doc_type"] = default_doc_type
+    total = len(discover(paths))
+    with _appliance() as appliance:
+        with Progress(
+            TextColumn("[bold]ingesting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _RateColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[chunks]} chunks"),
+            console=errors,
+            transient=False,
+        ) as progress:
+            task = progress.add_task("ingest", total=total, chunks=0)
+            written = 0
+
+            def advance(outcome: DocumentOutcome) -> None:
+                nonlocal written
+                if outcome.status in ("added", "updated"):
+                    written += outcome.chunks
+                if outcome.status == "failed":
+                    progress.console.print(f"[red]failed[/red] {outcome.error}")
+                progress.update(task, advance=1, chunks=written)
+
+            report = appliance.ingestor.ingest(paths, defaults=defaults, on_outcome=advance)
+        removed = appliance.ingestor.prune() if prune else []
+    summary = ", ".join(
+        f"{report.count(s)} {s}"
+        for s in ("added", "updated", "unchanged", "failed")  # type: ignore[arg-type]
+    )
+    console.print(
+        f"{summary}; {report.chunks_written} chunks written"
+        + (f"; {len(removed)} pruned" if removed else "")
+    )
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+def _search_filter(
+    departments: list[str] | None,
+    sensitivities: list[str] | None,
+    doc_types: list[str] | None,
+    as_of: dt.date | None,
+    all_dates: bool,
+) -> SearchFilter | None:
+    clauses: list[SearchFilter] = []
+    if departments:
+        clauses.append(AnyOf("departments", tuple(d.lower() for d in departments)))
+    if sensitivities:
+        clauses.append(AnyOf("sensitivity", tuple(sensitivities)))
+    if doc_types:
+        clauses.append(AnyOf("doc_type", tuple(doc_types)))
+    if not all_dates:
+        clauses.append(ActiveOn(as_of or dt.date.today()))
+    return AllOf(tuple(clauses)) if clauses else None
+
+
+@app.command()
+def search(
+    question: Annotated[str, typer.Argument(help="The question, in plain words.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
+    department: Annotated[list[str] | None, typer.Option(help="Only these departments.")] = None,
+    sensitivity: Annotated[list[str] | None, typer.Option(help="Only these sensitivities.")] = None,
+    doc_type: Annotated[list[str] | None, typer.Option(help="Only these document types.")] = None,
+    as_of: Annotated[
+        dt.datetime | None,
+        typer.Option(formats=["%Y-%m-%d"], help="Documents in force on this day (default today)."),
+    ] = None,
+    all_dates: Annotated[
+        bool, typer.Option(help="Include superseded and future documents.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Rank chunks for a question: per-retriever ranks, heading path, page and offsets."""
+    if mode not in ("hybrid", "lexical", "dense"):
+        errors.print(f"[red]error:[/red] unknown mode {mode!r}; use hybrid, lexical or dense")
+        raise typer.Exit(code=2)
+    search_filter = _search_filter(
+        department, sensitivity, doc_type, as_of.date() if as_of else None, all_dates
+    )
+    with _appliance() as appliance:
+        try:
+            candidates = appliance.retriever.retrieve(question, top_k, search_filter, mode)  # type: ignore[arg-type]
+        except QueryError as error:
+            errors.print(f"[red]error:[/red] {error}")
+            raise typer.Exit(code=2) from None
+    if as_json:
+        payload = [
+            {
+                "chunk_id": c.chunk.chunk_id,
+                "doc_id": c.chunk.doc_id,
+                "version": c.chunk.metadata.version,
+                "title": c.chunk.metadata.title,
+                "heading_path": list(c.chunk.heading_path),
+                "page": c.chunk.page,
+                "start": c.chunk.start,
+                "end": c.chunk.end,
+                "fused_score": c.fused_score,
+                "retrievers": {n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()},
+                "text": c.chunk.text,
+            }
+            for c in candidates
+        ]
+        sys.stdout.write(
+            json.dumps(
+                {"question": question, "filter": describe(search_filter), "results": payload},
+                indent=2,
+            )
+            + "\n"
+        )
+        return
+    _print_candidates(question, search_filter, candidates)
+
+
+def _print_candidates(question: str, search_filter: SearchFilter | None, candidates: list) -> None:  # type: ignore[type-arg]
+    console.print(f"[bold]{question}[/bold]\n[dim]filter: {describe(search_filter)}[/dim]")
+    if not candidates:
+        console.print("No chunk matches this question.")
+        return
+    table = Table(show_lines=True)
+    for column in ("#", "document", "where", "ranks", "text"):
+        table.add_column(column, overflow="fold")
+    for position, candidate in enumerate(candidates, start=1):
+        chunk = candidate.chunk
+        meta = chunk.metadata
+        where = " > ".join(chunk.heading_path) or "-"
+        where += f"\npage {chunk.page}" if chunk.page else ""
+        where += f"\nchars {chunk.start}-{chunk.end}"
+        ranks = "\n".join(
+            f"{name}: #{hit.rank} ({hit.score:.3f})" for name, hit in sorted(candidate.hits.items())
+        )
+        ranks += f"\nrrf: {candidate.fused_score:.4f}"
+        text = chunk.text if len(chunk.text) <= 400 else chunk.text[:400] + " ..."
+        table.add_row(
+            str(position),
+            f"{meta.title}\n[dim]{chunk.doc_id} v{meta.version}, from {meta.effective_from}[/dim]",
+            where,
+            ranks,
+            text,
+        )
+    console.print(table)
+
+
+@app.command()
+def demo(
+    question: Annotated[
+        str, typer.Argument(help="Question to ask after ingesting.")
+    ] = SAMPLE_QUESTION,
+) -> None:
+    """Ingest the bundled (fictional) sample corpus and answer one question."""
+    ingest([SAMPLE_CORPUS], None, None, None, False)
+    search(question, 5, "hybrid", None, None, None, None, False, False)
+
+
+@docs_app.command("list")
+def docs_list() -> None:
+    """Every ingested document with its version, dates, labels and chunk count."""
+    with _appliance() as appliance:
+        records = appliance.catalog.documents()
+    table = Table()
+    for column in (
+        "doc_id",
+        "title",
+        "version",
+        "type",
+        "effective",
+        "sensitivity",
+        "departments",
+        "chunks",
+        "state",
+    ):
+        table.add_column(column)
+    for r in records:
+        m = r.metadata
+        effective = f"{m.effective_from} - {m.effective_to or ''}"
+        table.add_row(
+            r.doc_id,
+            m.title,
+            m.version,
+            m.doc_type,
+            effective,
+            m.sensitivity,
+            ", ".join(m.departments),
+            str(r.chunk_count),
+            r.state,
+        )
+    console.print(table)
+    console.print(f"{len(records)} documents")
+
+
+@docs_app.command("remove")
+def docs_remove(
+    doc_ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")],
+) -> None:
+    """Remove documents from every store and the catalog."""
+    with _appliance() as appliance:
+        removed = appliance.ingestor.remove(doc_ids)
+    for doc_id in doc_ids:
+        if doc_id in removed:
+            console.print(f"removed {doc_id}")
+        else:
+            errors.print(f"[red]error:[/red] no document {doc_id!r}; see 'appliance docs list'")
+    if len(removed) != len(set(doc_ids)):
+        raise typer.Exit(code=1)
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """The models in the registry: role, name, licence and where they load from."""
+    with _appliance() as appliance:
+        table = Table()
+        for column in ("role", "name", "kind", "licence", "location"):
+            table.add_column(column, overflow="fold")
+        for manifest in appliance.registry.manifests():
+            try:
+                location = str(appliance.registry.locate(manifest.role))
+            except ModelUnavailable:
+                location = f"[red]not installed[/red] ({manifest.source.install})"
+            table.add_row(manifest.role, manifest.name, manifest.kind, manifest.licence, location)
+    console.print(table)
+
+
+@models_app.command("verify")
+def models_verify() -> None:
+    """Check every model file against its manifest's sha256."""
+    failures = 0
+    with _appliance() as appliance:
+        for manifest in appliance.registry.manifests():
+            try:
+                resolved = appliance.registry.resolve(manifest.role)
+                files = len(manifest.files)
+                console.print(
+                    f"[green]ok[/green]   {manifest.role}: {manifest.name} "
+                    f"({files} files in {resolved.directory})"
+                )
+            except ModelUnavailable as error:
+                failures += 1
+                console.print(f"[red]fail[/red] {error}")
+    if failures:
+        raise typer.Exit(code=1)
+
+
+@models_app.command("hash")
+def models_hash(directory: Annotated[Path, typer.Argument(exists=True, file_okay=False)]) -> None:
+    """Print the [[files]] entries of a manifest for a model directory."""
+    for model_file in hash_directory(directory):
+        sys.stdout.write(
+            f'[[files]]\npath = "{model_file.path}"\nsha256 = "{model_file.sha256}"\n\n'
+        )
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

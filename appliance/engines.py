@@ -1,0 +1,97 @@
+"""Builds the engines named in the settings, once per process.
+
+Heavy parts (the embedding model, the stores) are opened on first use, so that a
+command such as ``appliance docs list`` does not pay for loading a model.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from types import TracebackType
+
+from appliance.index.base import LexicalIndex, VectorIndex
+from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
+from appliance.index.tantivy_lexical import TantivyLexicalIndex
+from appliance.ingest.catalog import Catalog
+from appliance.ingest.chunker import Chunker
+from appliance.ingest.pipeline import Ingestor
+from appliance.model_registry import ModelRegistry
+from appliance.nlp.embedder import Embedder
+from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
+from appliance.settings import Settings
+
+
+class Appliance:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def __enter__(self) -> Appliance:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @cached_property
+    def registry(self) -> ModelRegistry:
+        return ModelRegistry(self.settings)
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings.catalog_path)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        model = self.registry.load(self.settings.embedder_role)
+        return Embedder(model, batch_size=self.settings.embed_batch_size)
+
+    @cached_property
+    def lexical(self) -> LexicalIndex:
+        retrieval = self.settings.retrieval
+        return TantivyLexicalIndex(
+            self.settings.lexical_dir,
+            title_boost=retrieval.title_boost,
+            heading_boost=retrieval.heading_boost,
+            identifier_boost=retrieval.identifier_boost,
+        )
+
+    @cached_property
+    def vectors(self) -> VectorIndex:
+        return QdrantEdgeVectorIndex(self.settings.vector_dir, self.embedder.dimension)
+
+    @cached_property
+    def ingestor(self) -> Ingestor:
+        return Ingestor(
+            self.catalog,
+            self.lexical,
+            self.vectors,
+            self.embedder,
+            chunker=Chunker(self.settings.limits.max_chunk_chars),
+            max_file_bytes=self.settings.limits.max_file_bytes,
+            batch_documents=self.settings.ingest_batch_documents,
+        )
+
+    @cached_property
+    def retriever(self) -> HybridRetriever:
+        retrieval = self.settings.retrieval
+        return HybridRetriever(
+            self.catalog,
+            self.lexical,
+            self.vectors,
+            self.embedder,
+            RetrievalConfig(
+                rrf_k=retrieval.rrf_k,
+                candidates_per_retriever=retrieval.candidates_per_retriever,
+                max_query_chars=self.settings.limits.max_query_chars,
+            ),
+        )
+
+    def close(self) -> None:
+        for name in ("retriever", "lexical", "vectors", "catalog"):
+            if name in self.__dict__:
+                self.__dict__.pop(name).close()

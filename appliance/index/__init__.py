@@ -1,0 +1,21 @@
+"""The stores behind small interfaces: lexical (BM25) and dense vectors.
+
+Each interface has an embedded default here (tantivy, qdrant-edge) and, in later
+work, a production server beside it (OpenSearch, Qdrant). One contract test suite
+(``tests/contract``) runs against every implementation.
+"""
+
+from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
+from appliance.index.filters import ActiveOn, AllOf, AnyOf, NoneOf, OneOf, SearchFilter
+
+__all__ = [
+    "ActiveOn",
+    "AllOf",
+    "AnyOf",
+    "LexicalIndex",
+    "NoneOf",
+    "OneOf",
+    "ScoredChunkId",
+    "SearchFilter",
+    "VectorIndex",
+]

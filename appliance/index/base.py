@@ -1,0 +1,65 @@
+"""The two store interfaces. Implementations live beside this file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from appliance.index.filters import SearchFilter
+from appliance.records import Chunk
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunkId:
+    chunk_id: str
+    score: float
+
+
+class LexicalIndex(Protocol):
+    """BM25 over chunk text, title and heading path, with filters inside the query."""
+
+    name: str
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Add or replace chunks (by chunk id); visible after ``commit``."""
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        """Remove every chunk of these documents; effective after ``commit``."""
+
+    def commit(self) -> None:
+        """Make pending writes durable and searchable."""
+
+    def search(
+        self, query: str, limit: int, search_filter: SearchFilter | None = None
+    ) -> list[ScoredChunkId]: ...
+
+    def count(self) -> int: ...
+
+    def chunk_ids_of(self, doc_id: str) -> set[str]: ...
+
+    def close(self) -> None: ...
+
+
+class VectorIndex(Protocol):
+    """Nearest neighbours over chunk embeddings, with payload filters inside the search."""
+
+    name: str
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def search(
+        self, vector: np.ndarray, limit: int, search_filter: SearchFilter | None = None
+    ) -> list[ScoredChunkId]: ...
+
+    def count(self) -> int: ...
+
+    def chunk_ids_of(self, doc_id: str) -> set[str]: ...
+
+    def close(self) -> None: ...

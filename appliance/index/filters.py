@@ -1,0 +1,82 @@
+"""A small filter language that every store compiles into its own native query.
+
+Filters are data (so the audit trail can record exactly what was applied) and are
+always pushed INTO the engine's search, never applied to its results afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Literal
+
+FilterField = Literal["doc_id", "doc_type", "departments", "sensitivity", "owner"]
+FILTER_FIELDS: tuple[FilterField, ...] = (
+    "doc_id",
+    "doc_type",
+    "departments",
+    "sensitivity",
+    "owner",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """The chunk's field (any of its values, for a list field) is one of ``values``."""
+
+    field: FilterField
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.field not in FILTER_FIELDS:
+            raise ValueError(f"cannot filter on {self.field!r}; known: {FILTER_FIELDS}")
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveOn:
+    """The document is in force on ``day``: effective_from <= day < effective_to."""
+
+    day: dt.date
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    clauses: tuple[SearchFilter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """At least one clause holds."""
+
+    clauses: tuple[SearchFilter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoneOf:
+    clauses: tuple[SearchFilter, ...]
+
+
+SearchFilter = AnyOf | ActiveOn | AllOf | OneOf | NoneOf
+
+
+def describe(search_filter: SearchFilter | None) -> str:
+    """A readable, stable rendering for logs and the audit trail."""
+    match search_filter:
+        case None:
+            return "everything"
+        case AnyOf(field=name, values=values):
+            return f"{name} in [{', '.join(values)}]"
+        case ActiveOn(day=day):
+            return f"in force on {day.isoformat()}"
+        case AllOf(clauses=clauses):
+            return "(" + " and ".join(describe(c) for c in clauses) + ")"
+        case OneOf(clauses=clauses):
+            return "(" + " or ".join(describe(c) for c in clauses) + ")"
+        case NoneOf(clauses=clauses):
+            return "not (" + " or ".join(describe(c) for c in clauses) + ")"
+    raise TypeError(f"not a search filter: {search_filter!r}")
+
+
+def day_number(day: dt.date) -> int:
+    """Dates are stored as proleptic ordinals: integers every engine can range over."""
+    return day.toordinal()

@@ -1,0 +1,135 @@
+"""PDF text layers through pdfplumber, with pages and tables kept.
+
+Why pdfplumber: it exposes every character with its font size and position, finds
+ruled tables, and lets text inside those tables be excluded from the running text,
+so a table becomes one Markdown table and not a jumble of cells. Scanned PDFs (no
+text layer) are refused: OCR belongs before ingestion.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pdfplumber
+from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+from pdfminer.pdfparser import PDFSyntaxError
+from pdfplumber.utils.exceptions import PdfminerException
+
+from appliance.ingest.errors import IngestError
+from appliance.ingest.textbuilder import TextBuilder
+from appliance.records import ParsedDocument
+
+_LIST_ITEM = re.compile(r"^(?:[-*\u2022\u25cf]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))\s+")
+_HEADING_SCALE = 1.15
+
+
+def _outside(bboxes: list[tuple[float, float, float, float]]) -> Any:
+    def keep(obj: dict[str, Any]) -> bool:
+        if obj.get("object_type") != "char":
+            return True
+        x = (obj["x0"] + obj["x1"]) / 2
+        y = (obj["top"] + obj["bottom"]) / 2
+        return not any(x0 <= x <= x1 and top <= y <= bottom for x0, top, x1, bottom in bboxes)
+
+    return keep
+
+
+def _open(path: Path, raw: bytes) -> pdfplumber.PDF:
+    try:
+        pdf = pdfplumber.open(io.BytesIO(raw))
+        _ = pdf.pages  # forces the document structure to be read
+        return pdf
+    except (PDFPasswordIncorrect, PDFEncryptionError) as error:
+        raise IngestError(
+            path, "the PDF is encrypted", "Remove the password and ingest it again."
+        ) from error
+    except PdfminerException as error:
+        cause = error.args[0] if error.args else error
+        if isinstance(cause, PDFPasswordIncorrect | PDFEncryptionError):
+            raise IngestError(
+                path, "the PDF is encrypted", "Remove the password and ingest it again."
+            ) from error
+        raise IngestError(path, f"the PDF is corrupt or unreadable ({cause!r})") from error
+    except (PDFSyntaxError, ValueError, KeyError, TypeError) as error:
+        raise IngestError(path, f"the PDF is corrupt or unreadable ({error!r})") from error
+
+
+def parse(path: Path, raw: bytes) -> ParsedDocument:
+    with _open(path, raw) as pdf:
+        try:
+            return _parse_pages(path, pdf)
+        except IngestError:
+            raise
+        except Exception as error:  # pdfminer raises many types on damaged content streams
+            raise IngestError(path, f"the PDF is corrupt or unreadable ({error!r})") from error
+
+
+def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
+    sizes = Counter(
+        round(c["size"], 1) for page in pdf.pages for c in page.chars if c["text"].strip()
+    )
+    if not sizes:
+        raise IngestError(
+            path,
+            "the PDF has no text layer (a scanned or image-only document)",
+            "Run it through OCR first, then ingest the result.",
+        )
+    body_size = sizes.most_common(1)[0][0]
+    builder = TextBuilder()
+    title = (pdf.metadata or {}).get("Title") or None
+    for page in pdf.pages:
+        tables = page.find_tables()
+        items: list[tuple[float, str, Any]] = [(t.bbox[1], "table", t) for t in tables]
+        text_page = page.filter(_outside([t.bbox for t in tables]))
+        for paragraph in _paragraphs(text_page.extract_text_lines(return_chars=True), body_size):
+            items.append(paragraph)
+        for _top, kind, content in sorted(items, key=lambda item: item[0]):
+            if kind == "table":
+                builder.add_table(content.extract(), page=page.page_number)
+            else:
+                builder.add(
+                    kind, content, page=page.page_number, level=1 if kind == "heading" else 0
+                )
+                if kind == "heading" and title is None:
+                    title = content
+    return builder.build(title=title if isinstance(title, str) else None)
+
+
+def _paragraphs(lines: list[dict[str, Any]], body_size: float) -> list[tuple[float, str, str]]:
+    """Group text lines into headings, list items and paragraphs by size and spacing."""
+    result: list[tuple[float, str, str]] = []
+    current: list[str] = []
+    current_top = 0.0
+    previous_bottom: float | None = None
+
+    def flush() -> None:
+        if current:
+            text = " ".join(current)
+            result.append(
+                (current_top, "list_item" if _LIST_ITEM.match(text) else "paragraph", text)
+            )
+            current.clear()
+
+    for line in lines:
+        text = line["text"].strip()
+        if not text:
+            continue
+        size = max((c["size"] for c in line["chars"]), default=body_size)
+        height = line["bottom"] - line["top"]
+        gap = 0.0 if previous_bottom is None else line["top"] - previous_bottom
+        previous_bottom = line["bottom"]
+        if size >= body_size * _HEADING_SCALE:
+            flush()
+            result.append((line["top"], "heading", text))
+            continue
+        if current and (gap > 0.6 * height or _LIST_ITEM.match(text)):
+            flush()
+        if not current:
+            current_top = line["top"]
+        current.append(text)
+    flush()
+    return result

@@ -1,0 +1,263 @@
+"""The path of one document: read, parse, chunk, embed, write to every store.
+
+Idempotent (an unchanged file writes nothing), incremental (a changed file replaces
+only its own chunks) and resumable (a document left pending by a crash is redone on
+the next run). A bad file is reported and skipped; nothing of it reaches a store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from appliance.index.base import LexicalIndex, VectorIndex
+from appliance.ingest.catalog import Catalog
+from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
+from appliance.ingest.errors import IngestError
+from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar
+from appliance.ingest.parsers import PARSERS, parser_for
+from appliance.nlp.embedder import Embedder
+from appliance.records import Chunk, DocumentMetadata
+
+_REMOVING = "removing"
+"""Fingerprint of a document whose removal was interrupted: never resumed as an ingest."""
+
+OutcomeStatus = Literal["added", "updated", "unchanged", "removed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentOutcome:
+    path: Path
+    status: OutcomeStatus
+    doc_id: str | None = None
+    chunks: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class IngestReport:
+    outcomes: list[DocumentOutcome] = field(default_factory=list)
+
+    def count(self, status: OutcomeStatus) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> list[DocumentOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def chunks_written(self) -> int:
+        return sum(o.chunks for o in self.outcomes if o.status in ("added", "updated"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    path: Path
+    metadata: DocumentMetadata
+    source_sha256: str
+    fingerprint: str
+    text: str
+    chunks: list[Chunk]
+    is_new: bool
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Files to ingest: named files, and supported files below named folders."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and not p.name.endswith(SIDECAR_SUFFIX)
+                and p.suffix.lower() in PARSERS
+            )
+        else:
+            found.append(path)
+    return found
+
+
+class Ingestor:
+    def __init__(
+        self,
+        catalog: Catalog,
+        lexical: LexicalIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        *,
+        chunker: Chunker,
+        max_file_bytes: int,
+        batch_documents: int = 32,
+    ) -> None:
+        self._catalog = catalog
+        self._lexical = lexical
+        self._vectors = vectors
+        self._embedder = embedder
+        self._chunker = chunker
+        self._max_file_bytes = max_file_bytes
+        self._batch_documents = batch_documents
+
+    def ingest(
+        self,
+        paths: Sequence[Path],
+        *,
+        defaults: Mapping[str, object] | None = None,
+        on_outcome: Callable[[DocumentOutcome], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files and folders; documents an interrupted run left pending are redone."""
+        report = IngestReport()
+        defaults = dict(defaults or {})
+
+        def record(outcome: DocumentOutcome) -> None:
+            report.outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+
+        files = [p.resolve() for p in discover(paths)]
+        listed = {str(p) for p in files}
+        files += [
+            Path(r.source_path)
+            for r in self._catalog.pending()
+            if r.source_path not in listed
+            and r.fingerprint != _REMOVING
+            and Path(r.source_path).is_file()
+        ]
+        claimed: dict[str, Path] = {}
+        batch: list[_Prepared] = []
+        for path in files:
+            try:
+                prepared = self._prepare(path, defaults, claimed)
+            except IngestError as error:
+                record(DocumentOutcome(path, "failed", error=str(error)))
+                continue
+            if isinstance(prepared, DocumentOutcome):
+                record(prepared)
+                continue
+            batch.append(prepared)
+            if len(batch) >= self._batch_documents:
+                self._write(batch, record)
+                batch = []
+        if batch:
+            self._write(batch, record)
+        return report
+
+    def _prepare(
+        self, path: Path, defaults: Mapping[str, object], claimed: dict[str, Path]
+    ) -> _Prepared | DocumentOutcome:
+        if not path.is_file():
+            raise IngestError(path, "no such file", "Check the path.")
+        parse = parser_for(path)
+        size = path.stat().st_size
+        if size == 0:
+            raise IngestError(path, "the file is empty")
+        if size > self._max_file_bytes:
+            raise IngestError(
+                path,
+                f"the file is {size:,} bytes, over the limit of {self._max_file_bytes:,}",
+                "Split it, or raise APPLIANCE_LIMITS__MAX_FILE_BYTES.",
+            )
+        raw = path.read_bytes()
+        sidecar, sidecar_raw = read_sidecar(path)
+        source_sha256 = hashlib.sha256(raw).hexdigest()
+        fingerprint = hashlib.sha256(
+            b"\0".join(
+                [
+                    raw,
+                    sidecar_raw,
+                    json.dumps(defaults, sort_keys=True, default=str).encode(),
+                    f"chunker={CHUNKER_VERSION};max={self._chunker.max_chars}".encode(),
+                ]
+            )
+        ).hexdigest()
+        for existing in self._catalog.documents_at(str(path)):
+            if existing.fingerprint == fingerprint and existing.state == "indexed":
+                claimed[existing.doc_id] = path
+                return DocumentOutcome(path, "unchanged", existing.doc_id, existing.chunk_count)
+        parsed = parse(path, raw)
+        metadata = build_metadata(path, parsed, sidecar, defaults)
+        if not parsed.text.strip():
+            raise IngestError(path, "the document has no text")
+        owner = claimed.get(metadata.doc_id)
+        previous = self._catalog.document(metadata.doc_id)
+        if (
+            owner is None
+            and previous is not None
+            and previous.source_path != str(path)
+            and Path(previous.source_path).exists()
+        ):
+            owner = Path(previous.source_path)
+        if owner is not None and owner != path:
+            raise IngestError(
+                path,
+                f"document id {metadata.doc_id!r} is already used by {owner}",
+                "Give one of them another doc_id in its metadata.",
+            )
+        claimed[metadata.doc_id] = path
+        chunks = self._chunker.chunk(parsed, metadata, source_sha256)
+        if not chunks:
+            raise IngestError(path, "no text could be cut into chunks")
+        return _Prepared(
+            path, metadata, source_sha256, fingerprint, parsed.text, chunks, previous is None
+        )
+
+    def _write(self, batch: list[_Prepared], record: Callable[[DocumentOutcome], None]) -> None:
+        """Write a batch: catalog pending, stores replaced and committed, catalog indexed."""
+        all_chunks = [chunk for prepared in batch for chunk in prepared.chunks]
+        try:
+            vectors = self._embedder.embed_chunks(all_chunks)
+        except Exception as error:
+            for prepared in batch:
+                record(
+                    DocumentOutcome(prepared.path, "failed", error=f"embedding failed: {error!r}")
+                )
+            return
+        doc_ids = [p.metadata.doc_id for p in batch]
+        stale = [
+            r.doc_id
+            for p in batch
+            for r in self._catalog.documents_at(str(p.path))
+            if r.doc_id != p.metadata.doc_id
+        ]
+        for p in batch:
+            self._catalog.mark_pending(p.metadata, str(p.path), p.source_sha256, p.fingerprint)
+        self._lexical.delete_documents(doc_ids + stale)
+        self._vectors.delete_documents(doc_ids + stale)
+        self._lexical.upsert(all_chunks)
+        self._vectors.upsert(all_chunks, vectors)
+        self._lexical.commit()
+        self._vectors.commit()
+        if stale:
+            self._catalog.forget(stale)
+        for p in batch:
+            self._catalog.mark_indexed(p.metadata.doc_id, p.text, p.chunks)
+            record(
+                DocumentOutcome(
+                    p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)
+                )
+            )
+
+    def remove(self, doc_ids: Sequence[str]) -> list[str]:
+        """Remove documents from every store, then from the catalog. Unknown ids are skipped."""
+        known = [r for d in doc_ids if (r := self._catalog.document(d)) is not None]
+        if not known:
+            return []
+        for r in known:
+            self._catalog.mark_pending(r.metadata, r.source_path, r.source_sha256, _REMOVING)
+        ids = [r.doc_id for r in known]
+        self._lexical.delete_documents(ids)
+        self._vectors.delete_documents(ids)
+        self._lexical.commit()
+        self._vectors.commit()
+        self._catalog.forget(ids)
+        return ids
+
+    def prune(self) -> list[str]:
+        """Remove documents whose source file no longer exists."""
+        gone = [r.doc_id for r in self._catalog.documents() if not Path(r.source_path).exists()]
+        return self.remove(gone)

@@ -1,0 +1,182 @@
+"""Every model is resolved by role through this one registry.
+
+A manifest in ``models/`` (one TOML file per model) names the role, where the files
+come from (an installed Python package, or a directory under the local model
+directory), the sha256 of every file, and the licence. Checksums are verified before
+a model is loaded; nothing is ever fetched from a network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from appliance.settings import Settings
+
+ModelKind = Literal["sentence-transformer", "spacy"]
+
+
+class ModelUnavailable(RuntimeError):
+    """A model cannot be resolved: missing, altered, or its manifest is wrong."""
+
+
+class ModelFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    sha256: str
+
+
+class ModelSource(BaseModel):
+    """Where the files are: ``package`` (+ ``path`` inside it) or ``directory``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    package: str | None = None
+    path: str = "."
+    directory: str | None = None
+    install: str
+
+    @model_validator(mode="after")
+    def _exactly_one_origin(self) -> ModelSource:
+        if (self.package is None) == (self.directory is None):
+            raise ValueError("a model source names exactly one of 'package' or 'directory'")
+        return self
+
+
+class ModelManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: str
+    name: str
+    kind: ModelKind
+    licence: str
+    description: str = ""
+    source: ModelSource
+    files: tuple[ModelFile, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    manifest: ModelManifest
+    directory: Path
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def hash_directory(directory: Path) -> list[ModelFile]:
+    """The ``files`` entries of a manifest for a model directory (used to write one)."""
+    return [
+        ModelFile(path=str(p.relative_to(directory)), sha256=sha256_of(p))
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
+
+
+class ModelRegistry:
+    """Resolves roles to verified model directories and loads each model once."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._manifests = self._read_manifests(settings.models_dir)
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _read_manifests(models_dir: Path) -> dict[str, ModelManifest]:
+        manifests: dict[str, ModelManifest] = {}
+        for path in sorted(models_dir.glob("manifests/*.toml")):
+            try:
+                manifest = ModelManifest.model_validate(tomllib.loads(path.read_text("utf-8")))
+            except (tomllib.TOMLDecodeError, ValidationError) as error:
+                raise ModelUnavailable(f"model manifest {path} is not valid: {error}") from error
+            if manifest.role in manifests:
+                raise ModelUnavailable(
+                    f"two manifests claim the role {manifest.role!r}: "
+                    f"{manifests[manifest.role].name} and {manifest.name} ({path})"
+                )
+            manifests[manifest.role] = manifest
+        return manifests
+
+    def manifests(self) -> list[ModelManifest]:
+        return list(self._manifests.values())
+
+    def manifest(self, role: str) -> ModelManifest:
+        try:
+            return self._manifests[role]
+        except KeyError:
+            known = ", ".join(sorted(self._manifests)) or "none"
+            raise ModelUnavailable(
+                f"no model manifest for the role {role!r} in {self._settings.models_dir}/manifests "
+                f"(roles with a manifest: {known})"
+            ) from None
+
+    def locate(self, role: str) -> Path:
+        """The directory the role's files should be in (not yet verified)."""
+        manifest = self.manifest(role)
+        source = manifest.source
+        if source.package is not None:
+            spec = importlib.util.find_spec(source.package)
+            if spec is None or not spec.submodule_search_locations:
+                raise ModelUnavailable(
+                    f"model for role {role!r} ({manifest.name}) is not installed: the Python "
+                    f"package {source.package!r} is missing. Install it with: {source.install}"
+                )
+            return Path(next(iter(spec.submodule_search_locations))) / source.path
+        base = self._settings.local_model_dir or (self._settings.data_dir / "models")
+        return base / (source.directory or "")
+
+    def resolve(self, role: str) -> ResolvedModel:
+        """Locate the role's model and verify every file against its manifest."""
+        manifest = self.manifest(role)
+        directory = self.locate(role)
+        for expected in manifest.files:
+            path = directory / expected.path
+            if not path.is_file():
+                raise ModelUnavailable(
+                    f"model for role {role!r} ({manifest.name}) is incomplete: expected file "
+                    f"{path} is missing. Install it with: {manifest.source.install}"
+                )
+            actual = sha256_of(path)
+            if actual != expected.sha256:
+                raise ModelUnavailable(
+                    f"model for role {role!r} ({manifest.name}) failed its checksum: {path} has "
+                    f"sha256 {actual}, the manifest expects {expected.sha256}. The file was "
+                    f"altered or is another version; reinstall it with: {manifest.source.install}"
+                )
+        return ResolvedModel(manifest, directory)
+
+    def load(self, role: str) -> Any:
+        """The loaded model for a role, verified on first use and kept for the process."""
+        with self._lock:
+            if role not in self._loaded:
+                resolved = self.resolve(role)
+                self._loaded[role] = _LOADERS[resolved.manifest.kind](resolved.directory)
+            return self._loaded[role]
+
+
+def _load_sentence_transformer(directory: Path) -> Any:
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    return SentenceTransformer(str(directory), device="cpu", local_files_only=True)
+
+
+def _load_spacy(directory: Path) -> Any:
+    import spacy
+
+    return spacy.load(directory)
+
+
+_LOADERS = {"sentence-transformer": _load_sentence_transformer, "spacy": _load_spacy}

@@ -1,0 +1,1 @@
+"""Language models used at ingestion and query time (embeddings; parse graphs later)."""

@@ -1,0 +1,146 @@
+"""Records that cross stages, defined once with names from the domain."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+Sensitivity = Literal["public", "internal", "confidential", "restricted"]
+SENSITIVITIES: tuple[Sensitivity, ...] = ("public", "internal", "confidential", "restricted")
+DOC_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+OPEN_ENDED = dt.date.max
+"""Stored as ``effective_to`` when a document has no end date, so range filters stay simple."""
+
+
+class DocumentMetadata(BaseModel):
+    """What a document says about itself: identity, validity and access labels.
+
+    Comes from Markdown/text front matter or from a sidecar ``<file>.meta.yaml``;
+    see ``appliance/ingest/metadata.py`` for the rules.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    doc_id: str
+    title: str
+    version: str = "1"
+    doc_type: str = "document"
+    effective_from: dt.date = dt.date(1970, 1, 1)
+    effective_to: dt.date | None = None
+    superseded_by: str | None = None
+    departments: tuple[str, ...] = ()
+    sensitivity: Sensitivity = "restricted"
+    owner: str = "unassigned"
+    patient_id: str | None = None
+
+    @field_validator("doc_id", "superseded_by")
+    @classmethod
+    def _safe_identifier(cls, value: str | None) -> str | None:
+        if value is not None and not DOC_ID_PATTERN.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid document id: use letters, digits, '.', '_' or '-' "
+                "(at most 128 characters, starting with a letter or digit)"
+            )
+        return value
+
+    @field_validator("departments", mode="before")
+    @classmethod
+    def _departments_as_tuple(cls, value: object) -> object:
+        if isinstance(value, str):
+            return (value,)
+        return value
+
+    @field_validator("departments")
+    @classmethod
+    def _normalise_departments(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted({d.strip().lower() for d in value if d.strip()}))
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int | float) else value
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> DocumentMetadata:
+        if self.effective_to is not None and self.effective_to <= self.effective_from:
+            raise ValueError(
+                f"effective_to ({self.effective_to}) must be after "
+                f"effective_from ({self.effective_from})"
+            )
+        return self
+
+
+BlockKind = Literal["heading", "paragraph", "list_item", "table", "code"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One structural unit of a parsed document, located in its normalised text.
+
+    ``text[start:end]`` of the document is the block's text; for a table the first
+    line is the header row (``header_end`` marks where the header and its rule end).
+    """
+
+    kind: BlockKind
+    start: int
+    end: int
+    page: int | None = None
+    level: int = 0
+    header_end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """A parser's output: normalised text plus the blocks that structure it."""
+
+    text: str
+    blocks: tuple[Block, ...]
+    title: str | None = None
+    front_matter: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A citable passage: an exact span of a document's normalised text.
+
+    ``text == document_text[start:end]`` always holds. ``context`` is what is repeated
+    for retrieval but is not part of the span (a table's header row).
+    """
+
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    text: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    page: int | None
+    source_sha256: str
+    metadata: DocumentMetadata
+    context: str = ""
+
+    @property
+    def index_text(self) -> str:
+        """What the engines index: the repeated context, then the span itself."""
+        return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverHit:
+    """One retriever's view of a chunk: its rank (1-based) and raw score."""
+
+    rank: int
+    score: float
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A chunk proposed for a question, with every retriever's rank and score kept."""
+
+    chunk: Chunk
+    fused_score: float
+    hits: dict[str, RetrieverHit] = field(default_factory=dict)

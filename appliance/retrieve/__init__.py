@@ -1,0 +1,1 @@
+"""Hybrid retrieval: lexical and dense in parallel, fused by reciprocal rank fusion."""

@@ -1,0 +1,85 @@
+"""The first half of the path of one question: filters pushed into both engines,
+both searched in parallel, their rankings fused, chunks hydrated from the catalog."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
+from appliance.index.filters import SearchFilter
+from appliance.ingest.catalog import Catalog
+from appliance.nlp.embedder import Embedder
+from appliance.records import Candidate
+from appliance.retrieve.fusion import reciprocal_rank_fusion
+
+RetrievalMode = Literal["hybrid", "lexical", "dense"]
+
+
+class QueryError(ValueError):
+    """The question cannot be searched as given (empty, too long)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    rrf_k: int = 60
+    candidates_per_retriever: int = 50
+    max_query_chars: int = 2000
+
+
+class HybridRetriever:
+    def __init__(
+        self,
+        catalog: Catalog,
+        lexical: LexicalIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._lexical = lexical
+        self._vectors = vectors
+        self._embedder = embedder
+        self._config = config or RetrievalConfig()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieve")
+
+    def retrieve(
+        self,
+        query: str,
+        top_k: int = 10,
+        search_filter: SearchFilter | None = None,
+        mode: RetrievalMode = "hybrid",
+    ) -> list[Candidate]:
+        query = query.strip()
+        if not query:
+            raise QueryError("the question is empty")
+        if len(query) > self._config.max_query_chars:
+            raise QueryError(
+                f"the question is {len(query)} characters long; the limit is "
+                f"{self._config.max_query_chars}"
+            )
+        depth = max(self._config.candidates_per_retriever, top_k)
+        rankings: dict[str, list[ScoredChunkId]] = {}
+        lexical_future = (
+            self._pool.submit(self._lexical.search, query, depth, search_filter)
+            if mode in ("hybrid", "lexical")
+            else None
+        )
+        if mode in ("hybrid", "dense"):
+            vector = self._embedder.embed_query(query)
+            rankings[self._vectors.name] = self._vectors.search(vector, depth, search_filter)
+        if lexical_future is not None:
+            rankings[self._lexical.name] = lexical_future.result()
+        fused = reciprocal_rank_fusion(rankings, k=self._config.rrf_k)
+        chunks = self._catalog.chunks([chunk_id for chunk_id, _score, _hits in fused])
+        # A chunk id the catalog does not know (a document mid-removal) is never returned.
+        candidates = [
+            Candidate(chunks[chunk_id], score, hits)
+            for chunk_id, score, hits in fused
+            if chunk_id in chunks
+        ]
+        return candidates[:top_k]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)

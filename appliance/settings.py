@@ -1,0 +1,104 @@
+"""One settings object for the whole appliance.
+
+Read from the environment (prefix ``APPLIANCE_``) and, optionally, from a TOML file
+named by ``APPLIANCE_CONFIG``. The embedded defaults need no configuration at all.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "clinical-appliance"
+
+
+class Limits(BaseModel):
+    """Bounds that protect the appliance from oversized or pathological input."""
+
+    max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    max_chunk_chars: int = Field(1000, ge=200)
+    max_query_chars: int = Field(2000, gt=0)
+
+
+class RetrievalSettings(BaseModel):
+    """How many candidates each retriever returns and how they are fused."""
+
+    rrf_k: int = Field(60, gt=0)
+    candidates_per_retriever: int = Field(50, gt=0)
+    top_k: int = Field(10, gt=0)
+    title_boost: float = Field(2.0, gt=0)
+    heading_boost: float = Field(1.5, gt=0)
+    identifier_boost: float = Field(3.0, gt=0)
+
+
+class Settings(BaseSettings):
+    """Everything an operator may set; nested values use ``__`` in env names."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="APPLIANCE_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    models_dir: Path = PROJECT_ROOT / "models"
+    local_model_dir: Path | None = None
+    lexical_engine: Literal["tantivy"] = "tantivy"
+    vector_engine: Literal["qdrant-edge"] = "qdrant-edge"
+    embedder_role: str = "embedder"
+    embed_batch_size: int = Field(64, gt=0)
+    ingest_batch_documents: int = Field(32, gt=0)
+    limits: Limits = Field(default_factory=Limits)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("APPLIANCE_CONFIG")
+        if config_file:
+            path = Path(config_file)
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"APPLIANCE_CONFIG names {path}, which does not exist; "
+                    "unset it or point it at a TOML settings file"
+                )
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.data_dir / "catalog.sqlite3"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.data_dir / "lexical"
+
+    @property
+    def vector_dir(self) -> Path:
+        return self.data_dir / "vectors"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()
