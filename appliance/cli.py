@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -192,7 +193,9 @@ def search(
 
 
 def _print_candidates(question: str, search_filter: SearchFilter | None, candidates: list) -> None:  # type: ignore[type-arg]
-    console.print(f"[bold]{question}[/bold]\n[dim]filter: {describe(search_filter)}[/dim]")
+    console.print(
+        f"[bold]{escape(question)}[/bold]\n[dim]filter: {escape(describe(search_filter))}[/dim]"
+    )
     if not candidates:
         console.print("No chunk matches this question.")
         return
@@ -210,12 +213,14 @@ def _print_candidates(question: str, search_filter: SearchFilter | None, candida
         )
         ranks += f"\nrrf: {candidate.fused_score:.4f}"
         text = chunk.text if len(chunk.text) <= 400 else chunk.text[:400] + " ..."
+        # Retrieved text is data: escaped, so a document can never inject console markup.
         table.add_row(
             str(position),
-            f"{meta.title}\n[dim]{chunk.doc_id} v{meta.version}, from {meta.effective_from}[/dim]",
-            where,
+            f"{escape(meta.title)}\n[dim]{escape(chunk.doc_id)} v{escape(meta.version)}, "
+            f"from {meta.effective_from}[/dim]",
+            escape(where),
             ranks,
-            text,
+            escape(text),
         )
     console.print(table)
 

@@ -89,8 +89,6 @@ class ModelRegistry:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._manifests = self._read_manifests(settings.models_dir)
-        self._loaded: dict[str, Any] = {}
-        self._lock = threading.Lock()
 
     @staticmethod
     def _read_manifests(models_dir: Path) -> dict[str, ModelManifest]:
@@ -157,12 +155,17 @@ class ModelRegistry:
         return ResolvedModel(manifest, directory)
 
     def load(self, role: str) -> Any:
-        """The loaded model for a role, verified on first use and kept for the process."""
-        with self._lock:
-            if role not in self._loaded:
-                resolved = self.resolve(role)
-                self._loaded[role] = _LOADERS[resolved.manifest.kind](resolved.directory)
-            return self._loaded[role]
+        """The loaded model for a role: verified, then loaded once for the whole process."""
+        resolved = self.resolve(role)
+        key = (resolved.manifest.kind, resolved.directory.resolve())
+        with _PROCESS_LOCK:
+            if key not in _PROCESS_MODELS:
+                _PROCESS_MODELS[key] = _LOADERS[resolved.manifest.kind](resolved.directory)
+            return _PROCESS_MODELS[key]
+
+
+_PROCESS_MODELS: dict[tuple[str, Path], Any] = {}
+_PROCESS_LOCK = threading.Lock()
 
 
 def _load_sentence_transformer(directory: Path) -> Any:

@@ -26,10 +26,11 @@ def reciprocal_rank_fusion(
     hits: dict[str, dict[str, RetrieverHit]] = {}
     for name, ranking in rankings.items():
         seen: set[str] = set()
-        for rank, scored in enumerate(ranking, start=1):
+        for scored in ranking:
             if scored.chunk_id in seen:
-                continue
+                continue  # a repeated id neither counts twice nor takes a rank
             seen.add(scored.chunk_id)
+            rank = len(seen)
             fused[scored.chunk_id] = fused.get(scored.chunk_id, 0.0) + 1.0 / (k + rank)
             hits.setdefault(scored.chunk_id, {})[name] = RetrieverHit(rank, scored.score)
     ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))

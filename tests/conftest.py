@@ -1,0 +1,70 @@
+"""Shared fixtures: real models, real engines, real small corpora."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.engines import Appliance
+from appliance.nlp.embedder import Embedder
+from appliance.settings import Settings
+
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "appliance" / "sample_corpus" / "documents"
+SLOW = os.environ.get("APPLIANCE_SLOW_TESTS") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if SLOW:
+        return
+    skip = pytest.mark.skip(reason="slow: run with APPLIANCE_SLOW_TESTS=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def make_settings(data_dir: Path, **overrides: object) -> Settings:
+    return Settings(data_dir=data_dir, **overrides)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "data")
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The real all-MiniLM-L6-v2, resolved through the registry, loaded once."""
+    with Appliance(make_settings(tmp_path_factory.mktemp("embedder"))) as appliance:
+        return appliance.embedder
+
+
+@pytest.fixture(scope="session")
+def sample_appliance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Appliance]:
+    """The bundled sample corpus ingested once into a session-wide data directory."""
+    appliance = Appliance(make_settings(tmp_path_factory.mktemp("sample-data")))
+    report = appliance.ingestor.ingest([SAMPLE_CORPUS])
+    assert not report.failed, report.failed
+    yield appliance
+    appliance.close()
+
+
+@pytest.fixture
+def corpus_copy(tmp_path: Path) -> Path:
+    """A private, editable copy of a few sample documents."""
+    target = tmp_path / "corpus"
+    target.mkdir()
+    for name in (
+        "hand-hygiene-policy.md",
+        "isolation-precautions.md",
+        "diabetes-coding-guide.md",
+        "visiting-hours.html",
+        "visiting-hours.html.meta.yaml",
+        "antimicrobial-formulary.pdf",
+        "antimicrobial-formulary.pdf.meta.yaml",
+    ):
+        shutil.copy(SAMPLE_CORPUS / name, target / name)
+    return target

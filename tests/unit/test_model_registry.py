@@ -1,0 +1,119 @@
+"""The model registry: manifests, checksums, clear errors, and no network."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from appliance.model_registry import ModelRegistry, ModelUnavailable, hash_directory
+from appliance.settings import PROJECT_ROOT
+from tests.conftest import make_settings
+
+
+def write_manifest(models_dir: Path, role: str, source: str, files: list[tuple[str, str]]) -> None:
+    (models_dir / "manifests").mkdir(parents=True, exist_ok=True)
+    entries = "\n".join(f'[[files]]\npath = "{p}"\nsha256 = "{h}"\n' for p, h in files)
+    (models_dir / "manifests" / f"{role}.toml").write_text(
+        f'role = "{role}"\nname = "test model"\nkind = "sentence-transformer"\nlicence = "Apache-2.0"\n\n'
+        f'[source]\n{source}\ninstall = "copy the bundle into place"\n\n{entries}'
+    )
+
+
+def test_every_shipped_manifest_resolves_and_verifies(tmp_path: Path) -> None:
+    registry = ModelRegistry(make_settings(tmp_path))
+    roles = {m.role for m in registry.manifests()}
+    assert {"embedder", "spacy-parser", "spacy-vectors"} <= roles
+    for role in roles:
+        resolved = registry.resolve(role)
+        assert all((resolved.directory / f.path).is_file() for f in resolved.manifest.files)
+
+
+def test_an_altered_file_is_refused_naming_role_and_file(tmp_path: Path) -> None:
+    shipped = ModelRegistry(make_settings(tmp_path)).locate("embedder")
+    bundle = tmp_path / "bundle" / "minilm"
+    shutil.copytree(shipped, bundle)
+    models_dir = tmp_path / "models"
+    write_manifest(
+        models_dir,
+        "embedder",
+        'directory = "minilm"',
+        [(f.path, f.sha256) for f in hash_directory(bundle)],
+    )
+    settings = make_settings(
+        tmp_path / "data", models_dir=models_dir, local_model_dir=tmp_path / "bundle"
+    )
+    assert ModelRegistry(settings).resolve("embedder").directory == bundle
+    with (bundle / "config.json").open("ab") as handle:
+        handle.write(b" ")
+    with pytest.raises(
+        ModelUnavailable,
+        match=r"role 'embedder'.*config\.json.*failed its checksum|failed its checksum.*config\.json",
+    ):
+        ModelRegistry(settings).resolve("embedder")
+
+
+def test_a_missing_file_or_package_says_how_to_install(tmp_path: Path) -> None:
+    models_dir = tmp_path / "models"
+    write_manifest(models_dir, "generator", 'directory = "absent"', [("model.gguf", "0" * 64)])
+    write_manifest(models_dir, "nli", 'package = "no_such_model_package"', [("x", "0" * 64)])
+    registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+    with pytest.raises(
+        ModelUnavailable, match="model.gguf is missing. Install it with: copy the bundle"
+    ):
+        registry.resolve("generator")
+    with pytest.raises(ModelUnavailable, match="'no_such_model_package' is missing"):
+        registry.resolve("nli")
+    with pytest.raises(ModelUnavailable, match="no model manifest for the role 'reranker'"):
+        registry.resolve("reranker")
+
+
+def test_an_invalid_manifest_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "models" / "manifests").mkdir(parents=True)
+    (tmp_path / "models" / "manifests" / "bad.toml").write_text('role = "x"\n')
+    with pytest.raises(ModelUnavailable, match="bad.toml is not valid"):
+        ModelRegistry(make_settings(tmp_path / "data", models_dir=tmp_path / "models"))
+
+
+def test_loading_every_installed_model_opens_no_network_connection(tmp_path: Path) -> None:
+    """A fresh interpreter records every socket event (audit hooks) while loading and using all models."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        events = []
+        reaching_out = {{"socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+                         "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg"}}
+        def hook(name, args):
+            if name in reaching_out:
+                events.append([name, repr(args)[:200]])
+        sys.addaudithook(hook)
+        from appliance.model_registry import ModelRegistry
+        from appliance.settings import Settings
+        registry = ModelRegistry(Settings(data_dir={str(tmp_path)!r}))
+        used = {{}}
+        for manifest in registry.manifests():
+            model = registry.load(manifest.role)
+            if manifest.kind == "spacy":
+                used[manifest.role] = len(model("The nurse gives 5 mg of morphine."))
+            else:
+                used[manifest.role] = len(model.encode(["lactate above 2 mmol/L"])[0])
+        print(json.dumps({{"events": events, "used": used}}))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=300,
+        check=True,
+    )
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["events"] == []
+    assert report["used"]["embedder"] == 384
+    assert report["used"]["spacy-parser"] > 5
