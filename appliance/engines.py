@@ -48,7 +48,11 @@ class Appliance:
     @cached_property
     def embedder(self) -> Embedder:
         model = self.registry.load(self.settings.embedder_role)
-        return Embedder(model, batch_size=self.settings.embed_batch_size)
+        return Embedder(
+            model,
+            batch_size=self.settings.embed_batch_size,
+            precision=self.settings.embed_precision,
+        )
 
     @cached_property
     def lexical(self) -> LexicalIndex:
@@ -74,6 +78,7 @@ class Appliance:
             chunker=Chunker(self.settings.limits.max_chunk_chars),
             max_file_bytes=self.settings.limits.max_file_bytes,
             batch_documents=self.settings.ingest_batch_documents,
+            embedder_name=self.registry.manifest(self.settings.embedder_role).name,
         )
 
     @cached_property

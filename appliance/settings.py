@@ -59,7 +59,8 @@ class Settings(BaseSettings):
     lexical_engine: Literal["tantivy"] = "tantivy"
     vector_engine: Literal["qdrant-edge"] = "qdrant-edge"
     embedder_role: str = "embedder"
-    embed_batch_size: int = Field(64, gt=0)
+    embed_batch_size: int = Field(16, gt=0)
+    embed_precision: Literal["auto", "float32", "bfloat16"] = "auto"
     ingest_batch_documents: int = Field(32, gt=0)
     limits: Limits = Field(default_factory=Limits)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)

@@ -1,0 +1,1 @@
+"""The tamper-evident audit log (Merkle tree, signed checkpoints, verifier): later work."""

@@ -1,0 +1,1 @@
+"""Litestar services (JSON API, clinician UI, compliance UI): later work."""

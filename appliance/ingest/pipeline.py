@@ -94,6 +94,7 @@ class Ingestor:
         chunker: Chunker,
         max_file_bytes: int,
         batch_documents: int = 32,
+        embedder_name: str = "",
     ) -> None:
         self._catalog = catalog
         self._lexical = lexical
@@ -102,6 +103,10 @@ class Ingestor:
         self._chunker = chunker
         self._max_file_bytes = max_file_bytes
         self._batch_documents = batch_documents
+        # Part of every fingerprint: another embedding model means every vector is redone.
+        self._pipeline_signature = (
+            f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name}"
+        ).encode()
 
     def ingest(
         self,
@@ -171,7 +176,7 @@ class Ingestor:
                     raw,
                     sidecar_raw,
                     json.dumps(defaults, sort_keys=True, default=str).encode(),
-                    f"chunker={CHUNKER_VERSION};max={self._chunker.max_chars}".encode(),
+                    self._pipeline_signature,
                 ]
             )
         ).hexdigest()
