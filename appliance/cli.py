@@ -33,8 +33,10 @@ from appliance.settings import Settings
 app = typer.Typer(no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 docs_app = typer.Typer(no_args_is_help=True, help="List and remove ingested documents.")
 models_app = typer.Typer(no_args_is_help=True, help="Inspect and verify the model registry.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare methods side by side.")
 app.add_typer(docs_app, name="docs")
 app.add_typer(models_app, name="models")
+app.add_typer(bench_app, name="bench")
 
 console = Console()
 errors = Console(stderr=True)
@@ -331,6 +333,56 @@ def models_hash(directory: Annotated[Path, typer.Argument(exists=True, file_okay
         sys.stdout.write(
             f'[[files]]\npath = "{model_file.path}"\nsha256 = "{model_file.sha256}"\n\n'
         )
+
+
+@bench_app.command("rerank")
+def bench_rerank(
+    data: Annotated[
+        list[Path], typer.Option(exists=True, dir_okay=False, help="Pool files (JSONL).")
+    ],
+    out: Annotated[Path, typer.Option(help="Report folder.")] = Path("benchmarks/results/rerank"),
+    k: Annotated[int, typer.Option(min=2, help="Candidates CAGE reranks.")] = 10,
+    epochs: Annotated[int, typer.Option(min=1, help="CAGE training epochs per query.")] = 30,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+) -> None:
+    """Rerankers side by side on multi-hop pools: Recall@2/@5 by type, latency, chart."""
+    from appliance.eval.report import summarise, write_report
+    from appliance.eval.rerank_bench import GraphCache, evaluate
+    from appliance.nlp.parse_graph import ParseGraphBuilder
+
+    command = "appliance bench rerank " + " ".join(sys.argv[3:])
+    with _appliance() as appliance:
+        builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
+        cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
+        results = {}
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=errors,
+        ) as progress:
+            for path in data:
+                task = progress.add_task(path.stem, total=None)
+
+                def advance(done: int, total: int, task: int = task) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                results[path.stem] = evaluate(
+                    path,
+                    appliance.embedder,
+                    cache,
+                    k=k,
+                    epochs=epochs,
+                    limit=limit,
+                    progress=advance,
+                )
+    summary = summarise(results)
+    for written in write_report(summary, out, command):
+        console.print(f"wrote {written}")
+    from appliance.eval.report import markdown
+
+    console.print(markdown(summary, command))
 
 
 def main() -> None:

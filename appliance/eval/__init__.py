@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks of retrieval and reranking quality against their baselines."""

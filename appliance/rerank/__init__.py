@@ -1,0 +1,1 @@
+"""Reranking: the cross-encoder and the CAGE set-level coherence reranker."""
