@@ -151,9 +151,10 @@ def search(
     all_dates: Annotated[
         bool, typer.Option(help="Include superseded and future documents.")
     ] = False,
+    rerank: Annotated[bool, typer.Option(help="Run the rerank stages (CAGE) after fusion.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Rank chunks for a question: per-retriever ranks, heading path, page and offsets."""
+    """Rank chunks for a question: retriever ranks, stage scores, heading path, page, offsets."""
     if mode not in ("hybrid", "lexical", "dense"):
         errors.print(f"[red]error:[/red] unknown mode {mode!r}; use hybrid, lexical or dense")
         raise typer.Exit(code=2)
@@ -162,7 +163,7 @@ def search(
     )
     with _appliance() as appliance:
         try:
-            candidates = appliance.retriever.retrieve(question, top_k, search_filter, mode)  # type: ignore[arg-type]
+            candidates = appliance.query.run(question, top_k, search_filter, mode, rerank)  # type: ignore[arg-type]
         except QueryError as error:
             errors.print(f"[red]error:[/red] {error}")
             raise typer.Exit(code=2) from None
@@ -179,6 +180,7 @@ def search(
                 "end": c.chunk.end,
                 "fused_score": c.fused_score,
                 "retrievers": {n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()},
+                "stage_scores": c.scores,
                 "text": c.chunk.text,
             }
             for c in candidates
@@ -214,6 +216,7 @@ def _print_candidates(question: str, search_filter: SearchFilter | None, candida
             f"{name}: #{hit.rank} ({hit.score:.3f})" for name, hit in sorted(candidate.hits.items())
         )
         ranks += f"\nrrf: {candidate.fused_score:.4f}"
+        ranks += "".join(f"\n{stage}: {score:.3f}" for stage, score in candidate.scores.items())
         text = chunk.text if len(chunk.text) <= 400 else chunk.text[:400] + " ..."
         # Retrieved text is data: escaped, so a document can never inject console markup.
         table.add_row(
@@ -235,7 +238,7 @@ def demo(
 ) -> None:
     """Ingest the bundled (fictional) sample corpus and answer one question."""
     ingest([SAMPLE_CORPUS], None, None, None, False)
-    search(question, 5, "hybrid", None, None, None, None, False, False)
+    search(question, 5, "hybrid", None, None, None, None, False, True, False)
 
 
 @docs_app.command("list")

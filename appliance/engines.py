@@ -17,6 +17,10 @@ from appliance.ingest.chunker import Chunker
 from appliance.ingest.pipeline import Ingestor
 from appliance.model_registry import ModelRegistry
 from appliance.nlp.embedder import Embedder
+from appliance.nlp.parse_graph import ParseGraphBuilder
+from appliance.query import QueryPipeline
+from appliance.rerank.cage import CageConfig, CageReranker
+from appliance.rerank.cage_stage import CageStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import Settings
 
@@ -79,7 +83,28 @@ class Appliance:
             max_file_bytes=self.settings.limits.max_file_bytes,
             batch_documents=self.settings.ingest_batch_documents,
             embedder_name=self.registry.manifest(self.settings.embedder_role).name,
+            graph_builder=self.graph_builder,
         )
+
+    @cached_property
+    def graph_builder(self) -> ParseGraphBuilder | None:
+        """Parse graphs are built at ingestion only when CAGE will use them."""
+        if not self.settings.rerank.cage:
+            return None
+        return ParseGraphBuilder(self.registry.load("spacy-vectors"))
+
+    @cached_property
+    def query(self) -> QueryPipeline:
+        rerank = self.settings.rerank
+        cage = None
+        if rerank.cage:
+            reranker = CageReranker(
+                CageConfig(
+                    alpha=rerank.cage_alpha, epochs=rerank.cage_epochs, seed=rerank.cage_seed
+                )
+            )
+            cage = CageStage(self.catalog, self.vectors, reranker, rerank.cage_candidates)
+        return QueryPipeline(self.retriever, cage)
 
     @cached_property
     def retriever(self) -> HybridRetriever:

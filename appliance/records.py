@@ -139,8 +139,10 @@ class RetrieverHit:
 
 @dataclass(slots=True)
 class Candidate:
-    """A chunk proposed for a question, with every retriever's rank and score kept."""
+    """A chunk proposed for a question, with every retriever's rank and score kept,
+    and every later stage's score (``scores``: stage name -> score) for the audit trail."""
 
     chunk: Chunk
     fused_score: float
     hits: dict[str, RetrieverHit] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)

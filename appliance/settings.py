@@ -46,6 +46,16 @@ class RetrievalSettings(BaseModel):
     identifier_boost: float = Field(3.0, gt=0)
 
 
+class RerankSettings(BaseModel):
+    """Which rerank stages run after fusion, and how."""
+
+    cage: bool = True
+    cage_candidates: int = Field(10, ge=2)
+    cage_alpha: float = Field(0.7, ge=0.0, le=1.0)
+    cage_epochs: int = Field(30, ge=1)
+    cage_seed: int = 13
+
+
 class Settings(BaseSettings):
     """Everything an operator may set; nested values use ``__`` in env names."""
 
@@ -64,6 +74,7 @@ class Settings(BaseSettings):
     ingest_batch_documents: int = Field(32, gt=0)
     limits: Limits = Field(default_factory=Limits)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
 
     @classmethod
     def settings_customise_sources(

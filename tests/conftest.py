@@ -68,3 +68,12 @@ def corpus_copy(tmp_path: Path) -> Path:
     ):
         shutil.copy(SAMPLE_CORPUS / name, target / name)
     return target
+
+
+@pytest.fixture(scope="session")
+def graph_builder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The real en_core_web_md pipeline, through the registry, wrapped in the graph builder."""
+    from appliance.nlp.parse_graph import ParseGraphBuilder
+
+    with Appliance(make_settings(tmp_path_factory.mktemp("spacy"))) as appliance:
+        return ParseGraphBuilder(appliance.registry.load("spacy-vectors"))

@@ -58,6 +58,9 @@ class VectorIndex(Protocol):
         self, vector: np.ndarray, limit: int, search_filter: SearchFilter | None = None
     ) -> list[ScoredChunkId]: ...
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk id (rerankers compare them with the query's)."""
+
     def count(self) -> int: ...
 
     def chunk_ids_of(self, doc_id: str) -> set[str]: ...

@@ -130,6 +130,20 @@ class QdrantEdgeVectorIndex:
             for point in self._shard.query(request)
         ]
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not chunk_ids:
+            return {}
+        records = self._shard.retrieve(
+            [point_id(c) for c in chunk_ids], with_payload=["chunk_id"], with_vector=[VECTOR_NAME]
+        )
+        found: dict[str, np.ndarray] = {}
+        for record in records:
+            vector = (
+                record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
+            )
+            found[str(record.payload["chunk_id"])] = np.asarray(vector, dtype=np.float32)
+        return found
+
     def _compile(self, search_filter: SearchFilter) -> Filter:
         match search_filter:
             case AnyOf(field=name, values=values):

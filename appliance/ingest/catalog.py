@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     context TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id, ordinal);
+CREATE TABLE IF NOT EXISTS chunk_graphs (
+    chunk_id TEXT PRIMARY KEY REFERENCES chunks (chunk_id) ON DELETE CASCADE,
+    graph BLOB NOT NULL
+);
 """
 
 
@@ -118,8 +122,15 @@ class Catalog:
             ),
         )
 
-    def mark_indexed(self, doc_id: str, text: str, chunks: Sequence[Chunk]) -> None:
-        """After every store has committed: record the chunks and close the document."""
+    def mark_indexed(
+        self,
+        doc_id: str,
+        text: str,
+        chunks: Sequence[Chunk],
+        graphs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """After every store has committed: record the chunks (and their parse graphs)
+        and close the document."""
         with self._transaction():
             self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             self._db.executemany(
@@ -139,6 +150,10 @@ class Catalog:
                     for c in chunks
                 ],
             )
+            if graphs:
+                self._db.executemany(
+                    "INSERT INTO chunk_graphs (chunk_id, graph) VALUES (?, ?)", list(graphs.items())
+                )
             self._db.execute(
                 "INSERT OR REPLACE INTO document_texts (doc_id, text) VALUES (?, ?)", (doc_id, text)
             )
@@ -208,6 +223,16 @@ class Catalog:
                     context=context,
                 )
         return found
+
+    def graphs(self, chunk_ids: Sequence[str]) -> dict[str, bytes]:
+        """Stored parse graphs (serialised) by chunk id; chunks without one are absent."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self._db.execute(
+            f"SELECT chunk_id, graph FROM chunk_graphs WHERE chunk_id IN ({marks})", list(chunk_ids)
+        )
+        return {chunk_id: bytes(graph) for chunk_id, graph in rows}
 
     def chunk_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])

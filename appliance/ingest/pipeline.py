@@ -21,6 +21,7 @@ from appliance.ingest.errors import IngestError
 from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar
 from appliance.ingest.parsers import PARSERS, parser_for
 from appliance.nlp.embedder import Embedder
+from appliance.nlp.parse_graph import GRAPH_VERSION, ParseGraphBuilder
 from appliance.records import Chunk, DocumentMetadata
 
 _REMOVING = "removing"
@@ -95,6 +96,7 @@ class Ingestor:
         max_file_bytes: int,
         batch_documents: int = 32,
         embedder_name: str = "",
+        graph_builder: ParseGraphBuilder | None = None,
     ) -> None:
         self._catalog = catalog
         self._lexical = lexical
@@ -103,9 +105,11 @@ class Ingestor:
         self._chunker = chunker
         self._max_file_bytes = max_file_bytes
         self._batch_documents = batch_documents
+        self._graph_builder = graph_builder
         # Part of every fingerprint: another embedding model means every vector is redone.
         self._pipeline_signature = (
-            f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name}"
+            f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name};"
+            f"graphs={'none' if graph_builder is None else GRAPH_VERSION}"
         ).encode()
 
     def ingest(
@@ -216,11 +220,14 @@ class Ingestor:
         all_chunks = [chunk for prepared in batch for chunk in prepared.chunks]
         try:
             vectors = self._embedder.embed_chunks(all_chunks)
+            graphs: dict[str, bytes] = {}
+            if self._graph_builder is not None:
+                built = self._graph_builder.build_many([c.index_text for c in all_chunks])
+                graphs = {c.chunk_id: g.to_bytes() for c, g in zip(all_chunks, built, strict=True)}
         except Exception as error:
             for prepared in batch:
-                record(
-                    DocumentOutcome(prepared.path, "failed", error=f"embedding failed: {error!r}")
-                )
+                reason = f"embedding or parsing failed: {error!r}"
+                record(DocumentOutcome(prepared.path, "failed", error=reason))
             return
         doc_ids = [p.metadata.doc_id for p in batch]
         stale = [
@@ -240,7 +247,8 @@ class Ingestor:
         if stale:
             self._catalog.forget(stale)
         for p in batch:
-            self._catalog.mark_indexed(p.metadata.doc_id, p.text, p.chunks)
+            own_graphs = {c.chunk_id: graphs[c.chunk_id] for c in p.chunks if c.chunk_id in graphs}
+            self._catalog.mark_indexed(p.metadata.doc_id, p.text, p.chunks, own_graphs)
             record(
                 DocumentOutcome(
                     p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)

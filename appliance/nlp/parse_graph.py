@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+GRAPH_VERSION = "1"
+"""Bumped whenever graph construction changes, so ingestion rebuilds stored graphs."""
+
 RELATIONS: tuple[str, ...] = (
     "subject_object",  # subject -> object of one verb; the verb lemma is the edge label
     "subject_object_negated",  # the same, when the verb is negated

@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
 from appliance.index.filters import SearchFilter
 from appliance.ingest.catalog import Catalog
@@ -50,7 +52,9 @@ class HybridRetriever:
         top_k: int = 10,
         search_filter: SearchFilter | None = None,
         mode: RetrievalMode = "hybrid",
+        query_vector: np.ndarray | None = None,
     ) -> list[Candidate]:
+        """Fused candidates, best first; ``query_vector`` saves re-embedding the query."""
         query = query.strip()
         if not query:
             raise QueryError("the question is empty")
@@ -67,7 +71,7 @@ class HybridRetriever:
             else None
         )
         if mode in ("hybrid", "dense"):
-            vector = self._embedder.embed_query(query)
+            vector = query_vector if query_vector is not None else self._embedder.embed_query(query)
             rankings[self._vectors.name] = self._vectors.search(vector, depth, search_filter)
         if lexical_future is not None:
             rankings[self._lexical.name] = lexical_future.result()
@@ -80,6 +84,9 @@ class HybridRetriever:
             if chunk_id in chunks
         ]
         return candidates[:top_k]
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self._embedder.embed_query(query)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -41,7 +41,9 @@ def run_ingest(corpus: Path, data_dir: Path, kill_after: float | None) -> int:
 
 
 @pytest.mark.parametrize("attempt", range(KILLS))
-def test_ingest_killed_at_a_random_moment_is_completed_by_the_next_run(attempt: int, tmp_path: Path) -> None:
+def test_ingest_killed_at_a_random_moment_is_completed_by_the_next_run(
+    attempt: int, tmp_path: Path
+) -> None:
     corpus = tmp_path / "corpus"
     shutil.copytree(SAMPLE_CORPUS, corpus)
     data_dir = tmp_path / "data"
@@ -57,4 +59,8 @@ def test_ingest_killed_at_a_random_moment_is_completed_by_the_next_run(attempt: 
             catalog_ids = appliance.catalog.chunk_ids_of(record.doc_id)
             assert catalog_ids == appliance.lexical.chunk_ids_of(record.doc_id)
             assert catalog_ids == appliance.vectors.chunk_ids_of(record.doc_id)
-        assert appliance.lexical.count() == appliance.vectors.count() == appliance.catalog.chunk_count()
+        assert (
+            appliance.lexical.count()
+            == appliance.vectors.count()
+            == appliance.catalog.chunk_count()
+        )

@@ -37,7 +37,11 @@ def test_edge_weights_scale_messages_as_the_equation_says() -> None:
     expected = x @ layer.root + layer.bias
     for i in range(8):
         for r in range(3):
-            incoming = [(int(s), float(w)) for s, t, k, w in zip(*edge_index, edge_type, weights, strict=True) if int(t) == i and int(k) == r]
+            incoming = [
+                (int(s), float(w))
+                for s, t, k, w in zip(*edge_index, edge_type, weights, strict=True)
+                if int(t) == i and int(k) == r
+            ]
             for source, weight in incoming:
                 expected[i] += weight / len(incoming) * (x[source] @ layer.weight[r])
     assert torch.allclose(layer(x, edge_index, edge_type, weights), expected, atol=1e-5)

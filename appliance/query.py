@@ -1,0 +1,31 @@
+"""The path of one question, as far as it is built: retrieve, fuse, rerank."""
+
+from __future__ import annotations
+
+from appliance.index.filters import SearchFilter
+from appliance.records import Candidate
+from appliance.rerank.cage_stage import CageStage
+from appliance.retrieve.hybrid import HybridRetriever, RetrievalMode
+
+
+class QueryPipeline:
+    def __init__(self, retriever: HybridRetriever, cage: CageStage | None = None) -> None:
+        self._retriever = retriever
+        self._cage = cage
+
+    def run(
+        self,
+        question: str,
+        top_k: int = 10,
+        search_filter: SearchFilter | None = None,
+        mode: RetrievalMode = "hybrid",
+        rerank: bool = True,
+    ) -> list[Candidate]:
+        """Candidates for a question, best first, each with every stage's score."""
+        cage = self._cage if rerank else None
+        vector = self._retriever.embed_query(question.strip()) if question.strip() else None
+        depth = max(top_k, 10) if cage is not None else top_k
+        candidates = self._retriever.retrieve(question, depth, search_filter, mode, vector)
+        if cage is not None and vector is not None:
+            candidates = cage.rerank(vector, candidates)
+        return candidates[:top_k]

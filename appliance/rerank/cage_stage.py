@@ -1,0 +1,54 @@
+"""CAGE in the query path: reorders the top candidates using their stored graphs.
+
+The graphs were built at ingestion and the chunk vectors are read back from the
+vector store: a query neither parses nor embeds a passage.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from appliance.index.base import VectorIndex
+from appliance.ingest.catalog import Catalog
+from appliance.nlp.parse_graph import PassageGraph
+from appliance.records import Candidate
+from appliance.rerank.cage import CageReranker
+
+log = logging.getLogger(__name__)
+
+
+class CageStage:
+    name = "cage"
+
+    def __init__(
+        self, catalog: Catalog, vectors: VectorIndex, reranker: CageReranker, candidates: int = 10
+    ) -> None:
+        self._catalog = catalog
+        self._vectors = vectors
+        self._reranker = reranker
+        self._candidates = candidates
+
+    def rerank(self, query_vector: np.ndarray, candidates: list[Candidate]) -> list[Candidate]:
+        """The top ``candidates`` reordered by CAGE score; the rest keep their places."""
+        top, rest = candidates[: self._candidates], candidates[self._candidates :]
+        if len(top) < 2:
+            return candidates
+        ids = [c.chunk.chunk_id for c in top]
+        stored = self._catalog.graphs(ids)
+        vectors = self._vectors.vectors(ids)
+        missing = [i for i in ids if i not in stored or i not in vectors]
+        if missing:
+            log.warning("CAGE skipped: %d candidates have no stored graph or vector", len(missing))
+            return candidates
+        graphs = [PassageGraph.from_bytes(stored[i]) for i in ids]
+        similarity = np.array([float(vectors[i] @ query_vector) for i in ids], dtype=np.float32)
+        coherence = self._reranker.coherence(graphs)
+        alpha = self._reranker.config.alpha
+        for candidate, sim, coh in zip(top, similarity, coherence, strict=True):
+            candidate.scores["cosine"] = float(sim)
+            candidate.scores["cage_coherence"] = float(coh)
+            candidate.scores["cage"] = float(alpha * sim + (1 - alpha) * coh)
+        reordered = sorted(top, key=lambda c: -c.scores["cage"])
+        return reordered + rest

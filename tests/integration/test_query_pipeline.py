@@ -1,0 +1,54 @@
+"""The query path with CAGE: graphs built at ingestion, never at query time."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from appliance.engines import Appliance
+from appliance.index.filters import ActiveOn
+from appliance.settings import Settings
+from tests.conftest import make_settings
+
+
+def test_every_chunk_has_a_stored_graph(sample_appliance: Appliance) -> None:
+    for record in sample_appliance.catalog.documents():
+        ids = sorted(sample_appliance.catalog.chunk_ids_of(record.doc_id))
+        assert set(sample_appliance.catalog.graphs(ids)) == set(ids)
+
+
+def test_cage_reorders_the_top_candidates_by_its_formula(sample_appliance: Appliance) -> None:
+    candidates = sample_appliance.query.run(
+        "first antibiotic for sepsis with penicillin allergy", 5, ActiveOn(dt.date(2026, 11, 30))
+    )
+    assert len(candidates) == 5 and all("cage" in c.scores for c in candidates)
+    for candidate in candidates:
+        expected = 0.7 * candidate.scores["cosine"] + 0.3 * candidate.scores["cage_coherence"]
+        assert abs(candidate.scores["cage"] - expected) < 1e-5
+    assert [c.scores["cage"] for c in candidates] == sorted(
+        (c.scores["cage"] for c in candidates), reverse=True
+    )
+    assert "aztreonam 2 g IV" in candidates[0].chunk.text
+
+
+def test_a_query_never_builds_a_graph(corpus_copy: Path, settings: Settings) -> None:
+    with Appliance(settings) as ingesting:
+        ingesting.ingestor.ingest([corpus_copy])
+    with Appliance(settings) as querying:
+        candidates = querying.query.run("which apron for contact precautions", 5)
+        assert "graph_builder" not in querying.__dict__  # no parser was even constructed
+    assert candidates and all("cage" in c.scores for c in candidates)
+
+
+def test_without_cage_no_graphs_are_built_and_order_is_fusion_order(
+    corpus_copy: Path, tmp_path: Path
+) -> None:
+    settings: Settings = make_settings(tmp_path / "plain", rerank={"cage": False})
+    with Appliance(settings) as appliance:
+        appliance.ingestor.ingest([corpus_copy])
+        ids = sorted(appliance.catalog.chunk_ids_of("hand-hygiene-policy"))
+        assert appliance.catalog.graphs(ids) == {}
+        candidates = appliance.query.run("hand rub seconds", 5)
+        assert all(not c.scores for c in candidates)
+        fused = [c.fused_score for c in candidates]
+        assert fused == sorted(fused, reverse=True)

@@ -1,0 +1,45 @@
+"""The rerank benchmark on a few real HotpotQA pools (full runs live in benchmarks/results)."""
+
+from pathlib import Path
+
+import pytest
+
+from appliance.eval.pools import read_pools
+from appliance.eval.report import summarise, write_report
+from appliance.eval.rerank_bench import GraphCache, bm25_ranking, evaluate
+
+HOTPOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "multihop" / "hotpotqa.dev.jsonl"
+pytestmark = pytest.mark.skipif(not HOTPOT.exists(), reason="needs ../shared/data")
+
+
+def test_bm25_over_a_pool_ranks_every_passage_once() -> None:
+    question = read_pools(HOTPOT, limit=1)[0]
+    ranking = bm25_ranking(question)
+    assert sorted(ranking) == list(range(len(question.passages)))
+
+
+def test_benchmark_reports_every_method_with_recall_and_latency(
+    tmp_path: Path, embedder, graph_builder
+) -> None:
+    cache = GraphCache(tmp_path / "graphs.sqlite3", graph_builder)
+    results = evaluate(HOTPOT, embedder, cache, k=10, epochs=5, limit=4)
+    summary = summarise({"hotpotqa": results})["hotpotqa"]
+    assert {
+        "BM25 (pool)",
+        "MiniLM cosine",
+        "CAGE",
+        "CAGE, plain GCN",
+        "CAGE, no reweighting",
+        "Bridge (ours)",
+    } <= set(summary)
+    for row in summary.values():
+        assert row["questions"] == 4
+        assert 0.0 <= row["recall_at_5"] <= 100.0 and row["recall_at_2"] <= row["recall_at_5"]
+        assert row["latency_p50_ms"] >= 0.0
+    written = write_report({"hotpotqa": summary}, tmp_path / "report", "test")
+    assert [p.name for p in written] == ["rerank.md", "rerank.json", "rerank.png"]
+    assert written[2].stat().st_size > 1000
+    # Graphs are cached: a second run parses nothing new.
+    before = cache._db.execute("SELECT count(*) FROM graphs").fetchone()[0]
+    evaluate(HOTPOT, embedder, cache, k=10, epochs=5, limit=4)
+    assert cache._db.execute("SELECT count(*) FROM graphs").fetchone()[0] == before == 40
