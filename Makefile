@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 UV := $(BIN)/uv
 UV_INSTALL := $(UV) pip install --python $(BIN)/python
 TORCH := torch==2.13.0
-export APPLIANCE_DATA_DIR ?= $(CURDIR)/.appliance-data
+DEMO_DATA_DIR ?= $(CURDIR)/.appliance-data
 
 .PHONY: demo test test-slow lint format install install-test clean-data
 
@@ -29,7 +29,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	$(BIN)/appliance demo
+	APPLIANCE_DATA_DIR=$${APPLIANCE_DATA_DIR:-$(DEMO_DATA_DIR)} $(BIN)/appliance demo
 
 test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
@@ -47,4 +47,4 @@ format: install-test
 	$(BIN)/ruff check --fix appliance services audit tests benchmarks scripts
 
 clean-data:
-	rm -rf $(APPLIANCE_DATA_DIR)
+	rm -rf $(DEMO_DATA_DIR)

@@ -338,6 +338,82 @@ def models_hash(directory: Annotated[Path, typer.Argument(exists=True, file_okay
         )
 
 
+@models_app.command("train-reranker")
+def models_train_reranker(
+    train: Annotated[
+        list[Path], typer.Option(exists=True, dir_okay=False, help="Training pools (JSONL).")
+    ],
+    scifact_claims: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
+    scifact_corpus: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
+    name: Annotated[
+        str, typer.Option(help="Folder name under the site model directory.")
+    ] = "reranker-minilm",
+    role: Annotated[str, typer.Option(help="Registry role the model fills.")] = "reranker",
+    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    negatives: Annotated[int, typer.Option(min=1, help="Negatives per pool question.")] = 6,
+    held_out: Annotated[float, typer.Option(min=0.05, max=0.5)] = 0.15,
+    max_length: Annotated[int, typer.Option(min=32, max=512)] = 256,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N questions per file.")
+    ] = None,
+    seed: int = 13,
+) -> None:
+    """Fine-tune a cross-encoder from the shipped MiniLM-L6 weights on training pairs."""
+    import random
+
+    from appliance.rerank.train_cross_encoder import (
+        CrossEncoderTrainer,
+        now,
+        pool_pairs,
+        refuse_evaluation_files,
+        scifact_pairs,
+        split_by_group,
+        write_manifest,
+    )
+
+    try:
+        refuse_evaluation_files([*train, *([scifact_claims] if scifact_claims else [])])
+    except ValueError as error:
+        errors.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(code=2) from None
+    rng = random.Random(seed)
+    pairs = [pair for path in train for pair in pool_pairs(path, negatives, rng, limit)]
+    if scifact_claims and scifact_corpus:
+        pairs += scifact_pairs(scifact_claims, scifact_corpus, 2, rng)
+    training, held = split_by_group(pairs, held_out, rng)
+    command = "appliance models train-reranker " + " ".join(sys.argv[3:])
+    provenance = {
+        "trained_at": now(),
+        "trained_on": ", ".join(str(p) for p in [*train, scifact_claims] if p),
+        "command": command,
+        "base_model": "all-MiniLM-L6-v2 (role embedder)",
+    }
+    with _appliance() as appliance:
+        base = appliance.registry.resolve(appliance.settings.embedder_role).directory
+        site = appliance.registry.site_models_dir
+        trainer = CrossEncoderTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
+        with Progress(
+            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=errors,
+        ) as progress:  # fmt: skip
+            task = progress.add_task("train", total=None)
+            report = trainer.train(
+                training,
+                held,
+                site / name,
+                provenance,
+                lambda done, total: progress.update(task, completed=done, total=total),
+            )
+        manifest = write_manifest(site, role, name, report, provenance)
+    by_epoch = [round(r, 3) for r in report.held_out_recall_at_2]
+    console.print(
+        f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); "
+        f"best epoch {report.best_epoch}; held-out Recall@2 by epoch {by_epoch}; "
+        f"threshold {report.threshold:.2f} (F1 {report.threshold_f1:.3f})\n"
+        f"model {report.directory}\nmanifest {manifest}"
+    )
+
+
 @bench_app.command("rerank")
 def bench_rerank(
     data: Annotated[
@@ -347,16 +423,28 @@ def bench_rerank(
     k: Annotated[int, typer.Option(min=2, help="Candidates CAGE reranks.")] = 10,
     epochs: Annotated[int, typer.Option(min=1, help="CAGE training epochs per query.")] = 30,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    reranker_role: Annotated[
+        str, typer.Option(help="Registry role of a cross-encoder to compare, when installed.")
+    ] = "reranker",
 ) -> None:
     """Rerankers side by side on multi-hop pools: Recall@2/@5 by type, latency, chart."""
     from appliance.eval.report import summarise, write_report
     from appliance.eval.rerank_bench import GraphCache, evaluate
     from appliance.nlp.parse_graph import ParseGraphBuilder
+    from appliance.rerank.cross_encoder import CrossEncoderReranker
 
     command = "appliance bench rerank " + " ".join(sys.argv[3:])
     with _appliance() as appliance:
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
+        cross_encoder = None
+        if reranker_role in {m.role for m in appliance.registry.manifests()}:
+            manifest = appliance.registry.manifest(reranker_role)
+            cross_encoder = CrossEncoderReranker(
+                appliance.registry.load(reranker_role), threshold=manifest.threshold
+            )
+        else:
+            errors.print(f"no {reranker_role!r} model installed: cross-encoder methods left out")
         results = {}
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -379,6 +467,7 @@ def bench_rerank(
                     epochs=epochs,
                     limit=limit,
                     progress=advance,
+                    cross_encoder=cross_encoder,
                 )
     summary = summarise(results)
     for written in write_report(summary, out, command):

@@ -21,6 +21,8 @@ from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.query import QueryPipeline
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cage_stage import CageStage
+from appliance.rerank.cross_encoder import CrossEncoderReranker
+from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import Settings
 
@@ -104,7 +106,15 @@ class Appliance:
                 )
             )
             cage = CageStage(self.catalog, self.vectors, reranker, rerank.cage_candidates)
-        return QueryPipeline(self.retriever, cage)
+        cross_encoder = None
+        role = rerank.cross_encoder_role
+        if rerank.cross_encoder and role in {m.role for m in self.registry.manifests()}:
+            loaded = self.registry.load(role)
+            threshold = self.registry.manifest(role).threshold
+            cross_encoder = CrossEncoderStage(
+                CrossEncoderReranker(loaded, threshold), rerank.cross_encoder_candidates
+            )
+        return QueryPipeline(self.retriever, cage, cross_encoder)
 
     @cached_property
     def retriever(self) -> HybridRetriever:

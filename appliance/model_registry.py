@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from appliance.settings import Settings
 
-ModelKind = Literal["sentence-transformer", "spacy"]
+ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -58,6 +58,8 @@ class ModelManifest(BaseModel):
     description: str = ""
     source: ModelSource
     files: tuple[ModelFile, ...]
+    threshold: float | None = None  # a reranker's calibrated relevance threshold (probability)
+    provenance: dict[str, str] = {}  # for models trained here: data, time, command
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,10 @@ class ModelRegistry:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        # Manifests shipped with the product, then those of models trained or installed on
+        # this site (in the data directory), which take precedence for their roles.
         self._manifests = self._read_manifests(settings.models_dir)
+        self._manifests.update(self._read_manifests(self.site_models_dir))
 
     @staticmethod
     def _read_manifests(models_dir: Path) -> dict[str, ModelManifest]:
@@ -105,6 +110,10 @@ class ModelRegistry:
                 )
             manifests[manifest.role] = manifest
         return manifests
+
+    @property
+    def site_models_dir(self) -> Path:
+        return self._settings.local_model_dir or (self._settings.data_dir / "models")
 
     def manifests(self) -> list[ModelManifest]:
         return list(self._manifests.values())
@@ -131,8 +140,7 @@ class ModelRegistry:
                     f"package {source.package!r} is missing. Install it with: {source.install}"
                 )
             return Path(next(iter(spec.submodule_search_locations))) / source.path
-        base = self._settings.local_model_dir or (self._settings.data_dir / "models")
-        return base / (source.directory or "")
+        return self.site_models_dir / (source.directory or "")
 
     def resolve(self, role: str) -> ResolvedModel:
         """Locate the role's model and verify every file against its manifest."""
@@ -182,4 +190,14 @@ def _load_spacy(directory: Path) -> Any:
     return spacy.load(directory)
 
 
-_LOADERS = {"sentence-transformer": _load_sentence_transformer, "spacy": _load_spacy}
+def _load_cross_encoder(directory: Path) -> Any:
+    from appliance.rerank.cross_encoder import load_cross_encoder
+
+    return load_cross_encoder(directory)
+
+
+_LOADERS = {
+    "sentence-transformer": _load_sentence_transformer,
+    "spacy": _load_spacy,
+    "cross-encoder": _load_cross_encoder,
+}

@@ -49,6 +49,9 @@ class RetrievalSettings(BaseModel):
 class RerankSettings(BaseModel):
     """Which rerank stages run after fusion, and how."""
 
+    cross_encoder: bool = True  # used when a model fills the role below
+    cross_encoder_role: str = "reranker"
+    cross_encoder_candidates: int = Field(20, ge=1)
     cage: bool = True
     cage_candidates: int = Field(10, ge=2)
     cage_alpha: float = Field(0.7, ge=0.0, le=1.0)

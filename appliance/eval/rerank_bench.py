@@ -26,6 +26,7 @@ from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
 from appliance.rerank.bridge import bridge_scores
 from appliance.rerank.cage import CageConfig, CageReranker
+from appliance.rerank.cross_encoder import CrossEncoderReranker
 
 Ranking = list[int]
 
@@ -35,6 +36,7 @@ class QuestionInputs:
     question: PoolQuestion
     cosine: np.ndarray
     graphs: list[PassageGraph]
+    relevance: np.ndarray | None = None  # cross-encoder probabilities, when one is installed
 
 
 @dataclass(slots=True)
@@ -110,7 +112,12 @@ def rerank_top(cosine: np.ndarray, k: int, rescore: Callable[[list[int]], np.nda
     return [top[i] for i in by_score(scores)] + first[k:]
 
 
-def methods(k: int, epochs: int) -> dict[str, Callable[[QuestionInputs], Ranking]]:
+CROSS_ENCODER_PREFIX = "Cross-encoder"
+
+
+def methods(
+    k: int, epochs: int, with_cross_encoder: bool = False
+) -> dict[str, Callable[[QuestionInputs], Ranking]]:
     cage = CageReranker(CageConfig(epochs=epochs))
     gcn = CageReranker(CageConfig(epochs=epochs, relational=False))
     flat = CageReranker(CageConfig(epochs=epochs, reweight=False))
@@ -127,6 +134,22 @@ def methods(k: int, epochs: int) -> dict[str, Callable[[QuestionInputs], Ranking
         base = bridge_scores(q.cosine, q.question.passages)
         return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
 
+    def relevance(q: QuestionInputs) -> np.ndarray:
+        assert q.relevance is not None
+        return q.relevance
+
+    def ce_cage(q: QuestionInputs) -> Ranking:
+        base = relevance(q)
+        return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
+
+    def ce_bridge(q: QuestionInputs) -> Ranking:
+        return by_score(bridge_scores(relevance(q), q.question.passages))
+
+    cross_encoder_methods: dict[str, Callable[[QuestionInputs], Ranking]] = {
+        f"{CROSS_ENCODER_PREFIX} (trained here)": lambda q: by_score(relevance(q)),
+        f"{CROSS_ENCODER_PREFIX} + CAGE": ce_cage,
+        f"{CROSS_ENCODER_PREFIX} + Bridge (ours)": ce_bridge,
+    }
     return {
         "BM25 (pool)": lambda q: bm25_ranking(q.question),
         "MiniLM cosine": lambda q: by_score(q.cosine),
@@ -135,6 +158,7 @@ def methods(k: int, epochs: int) -> dict[str, Callable[[QuestionInputs], Ranking
         "CAGE, no reweighting": with_cage(flat),
         "Bridge (ours)": bridge,
         "Bridge + CAGE (ours)": bridge_cage,
+        **(cross_encoder_methods if with_cross_encoder else {}),
     }
 
 
@@ -147,19 +171,28 @@ def evaluate(
     epochs: int = 30,
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cross_encoder: CrossEncoderReranker | None = None,
 ) -> dict[str, MethodResult]:
     questions = read_pools(path, limit)
-    rankers = methods(k, epochs)
+    rankers = methods(k, epochs, with_cross_encoder=cross_encoder is not None)
     results = {name: MethodResult() for name in rankers}
     for number, question in enumerate(questions, start=1):
         texts = [p.full_text for p in question.passages]
         vectors = embedder.embed([question.question, *texts])
         inputs = QuestionInputs(question, vectors[1:] @ vectors[0], cache.graphs(texts))
+        cross_encoder_ms = 0.0
+        if cross_encoder is not None:
+            started = time.perf_counter()
+            logits = cross_encoder.scores(question.question, texts)
+            inputs.relevance = cross_encoder.probability(logits).astype(np.float32)
+            cross_encoder_ms = (time.perf_counter() - started) * 1000
         gold = question.gold
         for name, rank in rankers.items():
             started = time.perf_counter()
             ranking = rank(inputs)
             elapsed = (time.perf_counter() - started) * 1000
+            if name.startswith(CROSS_ENCODER_PREFIX):
+                elapsed += cross_encoder_ms  # the cross-encoder's own step counts too
             result = results[name]
             result.latency_ms.append(elapsed)
             if gold:

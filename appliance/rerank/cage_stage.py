@@ -43,11 +43,17 @@ class CageStage:
             log.warning("CAGE skipped: %d candidates have no stored graph or vector", len(missing))
             return candidates
         graphs = [PassageGraph.from_bytes(stored[i]) for i in ids]
-        similarity = np.array([float(vectors[i] @ query_vector) for i in ids], dtype=np.float32)
+        cosine = [float(vectors[i] @ query_vector) for i in ids]
+        # The similarity term is the previous stage's relevance: the cross-encoder's
+        # probability when one ran, else the first-stage cosine (as in the paper).
+        similarity = np.array(
+            [c.scores.get("cross_encoder", cos) for c, cos in zip(top, cosine, strict=True)],
+            dtype=np.float32,
+        )
         coherence = self._reranker.coherence(graphs)
         alpha = self._reranker.config.alpha
-        for candidate, sim, coh in zip(top, similarity, coherence, strict=True):
-            candidate.scores["cosine"] = float(sim)
+        for candidate, cos, sim, coh in zip(top, cosine, similarity, coherence, strict=True):
+            candidate.scores["cosine"] = cos
             candidate.scores["cage_coherence"] = float(coh)
             candidate.scores["cage"] = float(alpha * sim + (1 - alpha) * coh)
         reordered = sorted(top, key=lambda c: -c.scores["cage"])

@@ -17,6 +17,7 @@ def test_environment_and_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     config = tmp_path / "appliance.toml"
     config.write_text('data_dir = "/srv/appliance"\n[retrieval]\nrrf_k = 30\n')
     monkeypatch.setenv("APPLIANCE_CONFIG", str(config))
+    monkeypatch.delenv("APPLIANCE_DATA_DIR", raising=False)
     monkeypatch.setenv("APPLIANCE_LIMITS__MAX_FILE_BYTES", "1000")
     settings = Settings()
     assert settings.data_dir == Path("/srv/appliance")

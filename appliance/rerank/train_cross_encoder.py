@@ -1,0 +1,277 @@
+"""Fine-tunes a cross-encoder from the shipped MiniLM-L6 weights on question-passage pairs.
+
+A product feature: a hospital can fine-tune on a few thousand pairs from its own
+documents. Pairs come from multi-hop training pools (every supporting passage is a
+positive, the pool's other passages are hard negatives) and, optionally, SciFact
+training claims against the abstracts they cite. Part of the questions is held out
+to choose the epoch and to calibrate the relevance threshold; evaluation files are
+never trained on. The model, its manifest (sha256 of every file, what it was trained
+on, when, with which command) and its training report go to the data directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import random
+import tomllib
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from appliance.eval.pools import read_pools
+from appliance.model_registry import hash_directory
+from appliance.nlp.embedder import cpu_has_native_bfloat16
+
+EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    group: str
+    question: str
+    passage: str
+    label: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingReport:
+    directory: Path
+    pairs_train: int
+    pairs_held_out: int
+    best_epoch: int
+    held_out_recall_at_2: list[float]
+    threshold: float
+    threshold_f1: float
+
+
+def refuse_evaluation_files(paths: Sequence[Path]) -> None:
+    for path in paths:
+        if path.name.endswith(EVALUATION_SUFFIXES):
+            raise ValueError(
+                f"{path} is an evaluation file; a reranker is trained on training data only"
+            )
+
+
+def pool_pairs(
+    path: Path, negatives: int, rng: random.Random, limit: int | None = None
+) -> list[Pair]:
+    pairs: list[Pair] = []
+    for question in read_pools(path, limit):
+        positives = [p for p in question.passages if p.is_supporting]
+        others = [p for p in question.passages if not p.is_supporting]
+        chosen = rng.sample(others, min(negatives, len(others)))
+        group = f"{path.stem}:{question.qid}"
+        pairs += [Pair(group, question.question, p.full_text, 1.0) for p in positives]
+        pairs += [Pair(group, question.question, p.full_text, 0.0) for p in chosen]
+    return pairs
+
+
+def scifact_pairs(claims: Path, corpus: Path, negatives: int, rng: random.Random) -> list[Pair]:
+    """Claims against cited abstracts with rationale (positives), cited abstracts without
+    rationale and random abstracts (negatives)."""
+    abstracts = [json.loads(line) for line in corpus.open(encoding="utf-8")]
+
+    def text(abstract: dict) -> str:  # type: ignore[type-arg]
+        return f"{abstract['title']}. {' '.join(abstract['sentences'])}"
+
+    pairs: list[Pair] = []
+    for line in claims.open(encoding="utf-8"):
+        claim = json.loads(line)
+        group = f"scifact:{claim['id']}"
+        evidence = {str(d) for d in claim.get("evidence", {})}
+        cited = claim.get("cited_abstracts", [])
+        for abstract in cited:
+            label = 1.0 if str(abstract["doc_id"]) in evidence else 0.0
+            pairs.append(Pair(group, claim["claim"], text(abstract), label))
+        if evidence:
+            for abstract in rng.sample(abstracts, negatives):
+                if str(abstract["doc_id"]) not in evidence:
+                    pairs.append(Pair(group, claim["claim"], text(abstract), 0.0))
+    return pairs
+
+
+def split_by_group(
+    pairs: Sequence[Pair], held_out: float, rng: random.Random
+) -> tuple[list[Pair], list[Pair]]:
+    groups = sorted({p.group for p in pairs})
+    rng.shuffle(groups)
+    chosen = set(groups[: max(1, int(len(groups) * held_out))])
+    return [p for p in pairs if p.group not in chosen], [p for p in pairs if p.group in chosen]
+
+
+def best_threshold(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """The probability threshold with the best F1 of "relevant" on held-out pairs."""
+    best = (0.5, 0.0)
+    for threshold in np.linspace(0.05, 0.95, 37):
+        predicted = probabilities >= threshold
+        tp = float(np.sum(predicted & (labels > 0.5)))
+        precision = tp / max(1.0, float(predicted.sum()))
+        recall = tp / max(1.0, float((labels > 0.5).sum()))
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if f1 > best[1]:
+            best = (float(threshold), f1)
+    return best
+
+
+def recall_at_2(pairs: Sequence[Pair], scores: np.ndarray) -> float:
+    by_group: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for pair, score in zip(pairs, scores, strict=True):
+        by_group[pair.group].append((float(score), pair.label))
+    recalls = []
+    for items in by_group.values():
+        gold = sum(label for _s, label in items)
+        if gold:
+            top = sorted(items, key=lambda item: -item[0])[:2]
+            recalls.append(sum(label for _s, label in top) / gold)
+    return float(np.mean(recalls)) if recalls else float("nan")
+
+
+class CrossEncoderTrainer:
+    def __init__(
+        self,
+        base_model: Path,
+        *,
+        epochs: int = 2,
+        batch_size: int = 16,
+        learning_rate: float = 3e-5,
+        max_length: int = 256,
+        seed: int = 13,
+    ) -> None:
+        self.base_model = base_model
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_length = max_length
+        self.seed = seed
+
+    def train(
+        self,
+        train: Sequence[Pair],
+        held_out: Sequence[Pair],
+        out: Path,
+        provenance: dict[str, str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TrainingReport:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_error()
+        torch.manual_seed(self.seed)
+        rng = random.Random(self.seed)
+        tokenizer = AutoTokenizer.from_pretrained(str(self.base_model), local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(self.base_model), num_labels=1, local_files_only=True
+        )
+        optimiser = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=0.01)
+        steps = self.epochs * ((len(train) + self.batch_size - 1) // self.batch_size)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimiser,
+            lambda step: (
+                min(1.0, (step + 1) / max(1, steps // 10)) * max(0.0, 1 - step / max(1, steps))
+            ),
+        )
+        loss_fn = torch.nn.BCEWithLogitsLoss()
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bfloat16())
+        done = 0
+        best_state, best_epoch, history = None, 0, []
+        for epoch in range(1, self.epochs + 1):
+            model.train()
+            order = list(train)
+            rng.shuffle(order)
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                encoded = self._encode(tokenizer, batch)
+                with autocast:
+                    logits = model(**encoded).logits[:, 0]
+                loss = loss_fn(logits.float(), torch.tensor([p.label for p in batch]))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimiser.step()
+                schedule.step()
+                optimiser.zero_grad()
+                done += 1
+                if progress is not None:
+                    progress(done, steps)
+            history.append(recall_at_2(held_out, self._predict(tokenizer, model, held_out)))
+            if history[-1] >= max(history):
+                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
+        assert best_state is not None
+        model.load_state_dict(best_state)
+        probabilities = 1 / (1 + np.exp(-self._predict(tokenizer, model, held_out)))
+        threshold, f1 = best_threshold(probabilities, np.array([p.label for p in held_out]))
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(out))
+        tokenizer.save_pretrained(str(out))
+        report = TrainingReport(out, len(train), len(held_out), best_epoch, history, threshold, f1)
+        (out / "training.json").write_text(
+            json.dumps({**provenance, "best_epoch": best_epoch, "held_out_recall_at_2": history,
+                        "threshold": threshold, "threshold_f1": f1, "pairs_train": len(train),
+                        "pairs_held_out": len(held_out)}, indent=2) + "\n",
+            encoding="utf-8",
+        )  # fmt: skip
+        return report
+
+    def _encode(self, tokenizer, pairs: Sequence[Pair]):  # type: ignore[no-untyped-def]
+        return tokenizer(
+            [p.question for p in pairs],
+            [p.passage for p in pairs],
+            truncation="only_second",
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+
+    def _predict(self, tokenizer, model, pairs: Sequence[Pair]) -> np.ndarray:  # type: ignore[no-untyped-def]
+        model.eval()
+        scores = []
+        with torch.inference_mode():
+            for start in range(0, len(pairs), 32):
+                batch = pairs[start : start + 32]
+                scores.append(model(**self._encode(tokenizer, batch)).logits[:, 0].float().numpy())
+        return np.concatenate(scores) if scores else np.zeros(0)
+
+
+def write_manifest(
+    site_models_dir: Path, role: str, name: str, report: TrainingReport, provenance: dict[str, str]
+) -> Path:
+    """A registry manifest for the trained model (checksums of every file, provenance)."""
+    directory = report.directory
+    lines = [
+        f"role = {json.dumps(role)}",
+        f"name = {json.dumps(name)}",
+        'kind = "cross-encoder"',
+        'licence = "Apache-2.0 (weights derived from all-MiniLM-L6-v2)"',
+        'description = "Cross-encoder fine-tuned on this site (appliance models train-reranker)."',
+        f"threshold = {report.threshold:.4f}",
+        "",
+        "[source]",
+        f"directory = {json.dumps(str(directory.relative_to(site_models_dir)))}",
+        f"install = {json.dumps('retrain with: ' + provenance.get('command', 'train-reranker'))}",
+        "",
+        "[provenance]",
+        *[f"{key} = {json.dumps(value)}" for key, value in sorted(provenance.items())],
+        "",
+    ]
+    for model_file in hash_directory(directory):
+        lines += [
+            "[[files]]",
+            f"path = {json.dumps(model_file.path)}",
+            f'sha256 = "{model_file.sha256}"',
+            "",
+        ]
+    text = "\n".join(lines)
+    tomllib.loads(text)  # never write a manifest the registry could not read
+    path = site_models_dir / "manifests" / f"{role}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
