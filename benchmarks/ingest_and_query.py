@@ -35,12 +35,22 @@ from appliance.settings import PROJECT_ROOT, Settings
 
 MEDQUAD = PROJECT_ROOT.parent / "shared" / "data" / "corpus" / "medquad_nih_patient_info.jsonl"
 SAMPLE = PROJECT_ROOT / "appliance" / "sample_corpus"
-MODES = ("lexical", "dense", "hybrid")
+MODES = ("lexical", "dense", "hybrid", "hybrid+rerank")
+
+
+def run_mode(appliance: Appliance, question: str, search_filter, mode: str):  # type: ignore[no-untyped-def]
+    """A retriever alone, or the whole query pipeline (fusion, then the rerank stages)."""
+    if mode == "hybrid+rerank":
+        return appliance.query.run(question, 10, search_filter)
+    return appliance.retriever.retrieve(question, 10, search_filter, mode)  # type: ignore[arg-type]
+
+
 console = Console()
 
 
-def write_medquad(target: Path, limit: int | None) -> list[dict]:
-    pages = [json.loads(line) for line in MEDQUAD.open(encoding="utf-8")][:limit]
+def write_medquad(target: Path, limit: int | None, pages: list[dict] | None = None) -> list[dict]:
+    if pages is None:
+        pages = [json.loads(line) for line in MEDQUAD.open(encoding="utf-8")][:limit]
     for page in pages:
         body = [
             f"---\ndoc_id: {page['doc_id']}\ndoc_type: patient-information\nsensitivity: public\n"
@@ -68,13 +78,27 @@ def main() -> None:
         "--docs", type=int, default=None, help="ingest only the first N MedQuAD pages"
     )
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--no-cage",
+        action="store_true",
+        help="main run without CAGE (no parse graphs at ingestion, no CAGE at query time)",
+    )
+    parser.add_argument(
+        "--graph-cost",
+        type=int,
+        default=200,
+        help="first ingest N pages with and without parse graphs, side by side (0: skip)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="appliance-bench-"))
     corpus = work / "medquad"
     corpus.mkdir()
     pages = write_medquad(corpus, args.docs)
-    settings = Settings(data_dir=work / "data")
     figures: dict[str, object] = {}
+    if args.graph_cost:
+        figures["graph_cost"] = graph_cost(work, pages[: args.graph_cost])
+    settings = Settings(data_dir=work / "data", rerank={"cage": not args.no_cage})  # type: ignore[arg-type]
+    figures["cage"] = not args.no_cage
     with Appliance(settings) as appliance:
         _ = appliance.embedder  # model load is start-up, not ingestion
         files = sorted(corpus.glob("*.md"))
@@ -111,16 +135,15 @@ def main() -> None:
         rng = random.Random(7)
         sections = [(p["doc_id"], s["heading"]) for p in pages for s in p["sections"]]
         sample = rng.sample(sections, min(args.queries, len(sections)))
-        retriever = appliance.retriever
         for mode in MODES:  # warm-up
-            retriever.retrieve("what are the symptoms of diabetes", 10, None, mode)  # type: ignore[arg-type]
+            run_mode(appliance, "what are the symptoms of diabetes", None, mode)
         latency: dict[str, list[float]] = {m: [] for m in MODES}
         found: dict[str, int] = dict.fromkeys(MODES, 0)
         for doc_id, heading in sample:
             question = re.sub(r"\s+\?$", "?", heading)
             for mode in MODES:
                 t0 = time.perf_counter()
-                candidates = retriever.retrieve(question, 10, None, mode)  # type: ignore[arg-type]
+                candidates = run_mode(appliance, question, None, mode)
                 latency[mode].append((time.perf_counter() - t0) * 1000)
                 if any(
                     c.chunk.doc_id == doc_id and heading in c.chunk.heading_path for c in candidates
@@ -161,9 +184,7 @@ def golden_set(data_dir: Path) -> dict[str, dict[str, float]]:
             if not gold:
                 raise SystemExit(f"golden quote not found in {item['doc_id']}: {item['quote']!r}")
             for mode in MODES:
-                candidates = appliance.retriever.retrieve(
-                    item["question"], 10, ActiveOn(dt.date.today()), mode
-                )  # type: ignore[arg-type]
+                candidates = run_mode(appliance, item["question"], ActiveOn(dt.date.today()), mode)
                 ranks[mode].append(
                     next((i for i, c in enumerate(candidates, 1) if c.chunk.chunk_id in gold), None)
                 )
@@ -178,6 +199,25 @@ def golden_set(data_dir: Path) -> dict[str, dict[str, float]]:
             "questions": len(r),
         }
     return result
+
+
+def graph_cost(work: Path, pages: list[dict]) -> dict[str, float]:  # type: ignore[type-arg]
+    """Ingestion rate of the same pages without and with parse graphs (CAGE's input)."""
+    subset = work / "graph-cost"
+    subset.mkdir()
+    write_medquad(subset, None, pages)
+    rates: dict[str, float] = {}
+    for label, cage in (("without_graphs", False), ("with_graphs", True)):
+        settings = Settings(data_dir=work / f"graph-cost-{label}", rerank={"cage": cage})  # type: ignore[arg-type]
+        with Appliance(settings) as appliance:
+            _ = appliance.embedder, appliance.graph_builder  # loading is start-up
+            started = time.perf_counter()
+            report = appliance.ingestor.ingest([subset])
+            rates[f"{label}_chunks_per_second"] = round(
+                report.chunks_written / (time.perf_counter() - started), 1
+            )
+            rates["chunks"] = report.chunks_written
+    return rates
 
 
 def embedding_precision(pages: list[dict]) -> dict[str, float]:  # type: ignore[type-arg]
@@ -202,6 +242,14 @@ def embedding_precision(pages: list[dict]) -> dict[str, float]:  # type: ignore[
 
 def print_report(figures: dict, queries: int) -> None:  # type: ignore[type-arg]
     ingest = figures["ingest"]
+    if "graph_cost" in figures:
+        cost = figures["graph_cost"]
+        console.print(
+            f"[bold]Parse graphs at ingestion[/bold] ({cost['chunks']} chunks): without "
+            f"{cost['without_graphs_chunks_per_second']} chunks/s, with "
+            f"{cost['with_graphs_chunks_per_second']} chunks/s"
+        )
+    console.print(f"main run with CAGE: {figures['cage']}")
     console.print(
         f"\n[bold]Ingestion[/bold] {ingest['documents']} documents, {ingest['chunks']} chunks in "
         f"{ingest['seconds']} s: [bold]{ingest['chunks_per_second']} chunks/s[/bold], peak RSS {ingest['peak_rss_mib']} MiB"
