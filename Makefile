@@ -13,6 +13,7 @@ DEMO_DATA_DIR ?= $(CURDIR)/.appliance-data
 # uv keeps a shared wheel cache, so a machine that installed once reinstalls in seconds.
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
 	$(UV_INSTALL) $(TORCH)
 	$(UV_INSTALL) -e .
