@@ -36,8 +36,11 @@ class QueryPipeline:
         """Candidates for a question, best first, each with every stage's score."""
         cage = self._cage if rerank else None
         cross_encoder = self._cross_encoder if rerank else None
-        vector = self._retriever.embed_query(question.strip()) if question.strip() else None
-        depth = max(top_k, 20) if (cage or cross_encoder) is not None else top_k
+        # Embed once, and only when a stage uses the vector (dense search or CAGE).
+        needs_vector = bool(question.strip()) and (mode != "lexical" or cage is not None)
+        vector = self._retriever.embed_query(question.strip()) if needs_vector else None
+        reranking = cage is not None or cross_encoder is not None
+        depth = max(top_k, 20) if reranking else top_k
         candidates = self._retriever.retrieve(question, depth, search_filter, mode, vector)
         if cross_encoder is not None:
             candidates = cross_encoder.rerank(question, candidates)

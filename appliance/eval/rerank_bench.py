@@ -21,7 +21,7 @@ import numpy as np
 import tantivy
 
 from appliance.eval.pools import PoolQuestion, read_pools
-from appliance.index.tantivy_lexical import _stemmed_analyzer
+from appliance.index.tantivy_lexical import stemmed_analyzer
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
 from appliance.rerank.bridge import bridge_scores
@@ -86,7 +86,7 @@ def bm25_ranking(question: PoolQuestion) -> Ranking:
     builder.add_text_field("body", tokenizer_name="clinical_en")
     schema = builder.build()
     index = tantivy.Index(schema)
-    index.register_tokenizer("clinical_en", _stemmed_analyzer())
+    index.register_tokenizer("clinical_en", stemmed_analyzer())
     writer = index.writer(heap_size=15_000_000, num_threads=1)
     for position, passage in enumerate(question.passages):
         writer.add_document(tantivy.Document(position=position, body=passage.full_text))

@@ -35,7 +35,7 @@ _HAS_DIGIT = re.compile(r"\d")
 _TEXT_FIELDS = ["title", "headings", "body"]
 
 
-def _stemmed_analyzer() -> tantivy.TextAnalyzer:
+def stemmed_analyzer() -> tantivy.TextAnalyzer:
     return (
         TextAnalyzerBuilder(Tokenizer.simple())
         .filter(Filter.remove_long(40))
@@ -46,7 +46,7 @@ def _stemmed_analyzer() -> tantivy.TextAnalyzer:
     )
 
 
-def _identifier_analyzer() -> tantivy.TextAnalyzer:
+def identifier_analyzer() -> tantivy.TextAnalyzer:
     return (
         TextAnalyzerBuilder(Tokenizer.regex(IDENTIFIER_PATTERN)).filter(Filter.lowercase()).build()
     )
@@ -83,9 +83,9 @@ class TantivyLexicalIndex:
         path.mkdir(parents=True, exist_ok=True)
         self._schema = _schema()
         self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
-        self._index.register_tokenizer("clinical_en", _stemmed_analyzer())
-        self._index.register_tokenizer("clinical_ids", _identifier_analyzer())
-        self._identifiers = _identifier_analyzer()
+        self._index.register_tokenizer("clinical_en", stemmed_analyzer())
+        self._index.register_tokenizer("clinical_ids", identifier_analyzer())
+        self._identifiers = identifier_analyzer()
         self._boosts = {"title": title_boost, "headings": heading_boost}
         self._identifier_boost = identifier_boost
         self._writer_heap_bytes = writer_heap_bytes
