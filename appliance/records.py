@@ -37,7 +37,7 @@ class DocumentMetadata(BaseModel):
     owner: str = "unassigned"
     patient_id: str | None = None
 
-    @field_validator("doc_id", "superseded_by")
+    @field_validator("doc_id", "superseded_by", "patient_id")
     @classmethod
     def _safe_identifier(cls, value: str | None) -> str | None:
         if value is not None and not DOC_ID_PATTERN.match(value):
@@ -140,9 +140,30 @@ class RetrieverHit:
 @dataclass(slots=True)
 class Candidate:
     """A chunk proposed for a question, with every retriever's rank and score kept,
-    and every later stage's score (``scores``: stage name -> score) for the audit trail."""
+    and every later stage's score (``scores``: stage name -> score) for the audit trail.
+
+    ``break_glass`` marks a chunk the asker may read only under an active emergency grant."""
 
     chunk: Chunk
     fused_score: float
     hits: dict[str, RetrieverHit] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    break_glass: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A quote from a chunk that supports a sentence of an answer."""
+
+    chunk_id: str
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSentence:
+    """One sentence of an answer: a ``claim`` must cite; ``framing`` (such as "In
+    summary:") carries no fact of its own."""
+
+    text: str
+    kind: Literal["claim", "framing"]
+    citations: tuple[Citation, ...] = ()

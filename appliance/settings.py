@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from appliance.index.base import STORE_LAYOUT_VERSION
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -68,6 +70,9 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=_default_data_dir)
     models_dir: Path = PROJECT_ROOT / "models"
+    policy_model: Path = PROJECT_ROOT / "policies" / "model.conf"
+    shipped_policy: Path = PROJECT_ROOT / "policies" / "policy.csv"
+    """Copied into the data directory on first use; the site edits its copy."""
     local_model_dir: Path | None = None
     lexical_engine: Literal["tantivy"] = "tantivy"
     vector_engine: Literal["qdrant-edge"] = "qdrant-edge"
@@ -105,12 +110,17 @@ class Settings(BaseSettings):
         return self.data_dir / "catalog.sqlite3"
 
     @property
+    def access_dir(self) -> Path:
+        """The site's policy, its local users, the break-the-glass ledger, access events."""
+        return self.data_dir / "access"
+
+    @property
     def lexical_dir(self) -> Path:
-        return self.data_dir / "lexical"
+        return self.data_dir / f"lexical-v{STORE_LAYOUT_VERSION}"
 
     @property
     def vector_dir(self) -> Path:
-        return self.data_dir / "vectors"
+        return self.data_dir / f"vectors-v{STORE_LAYOUT_VERSION}"
 
 
 @lru_cache(maxsize=1)

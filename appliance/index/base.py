@@ -11,6 +11,10 @@ import numpy as np
 from appliance.index.filters import SearchFilter
 from appliance.records import Chunk
 
+STORE_LAYOUT_VERSION = "2"
+"""The fields each store keeps per chunk. A change means new store folders and every
+document re-indexed (it is part of each document's fingerprint); 2 added ``patient_id``."""
+
 
 @dataclass(frozen=True, slots=True)
 class ScoredChunkId:

@@ -10,14 +10,18 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-FilterField = Literal["doc_id", "doc_type", "departments", "sensitivity", "owner"]
+FilterField = Literal["doc_id", "doc_type", "departments", "sensitivity", "owner", "patient_id"]
 FILTER_FIELDS: tuple[FilterField, ...] = (
     "doc_id",
     "doc_type",
     "departments",
     "sensitivity",
     "owner",
+    "patient_id",
 )
+NO_PATIENT = "-"
+"""The ``patient_id`` the engines store for a chunk about no patient: a real patient id
+never starts with '-', and a term every engine can match keeps the filter simple."""
 
 
 @dataclass(frozen=True, slots=True)

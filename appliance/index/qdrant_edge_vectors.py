@@ -34,6 +34,7 @@ from qdrant_edge import (
 from appliance.index.base import ScoredChunkId
 from appliance.index.filters import (
     FILTER_FIELDS,
+    NO_PATIENT,
     ActiveOn,
     AllOf,
     AnyOf,
@@ -102,6 +103,7 @@ class QdrantEdgeVectorIndex:
             "departments": list(meta.departments),
             "sensitivity": meta.sensitivity,
             "owner": meta.owner,
+            "patient_id": meta.patient_id or NO_PATIENT,
             "effective_from": day_number(meta.effective_from),
             "effective_to": day_number(meta.effective_to or OPEN_ENDED),
         }

@@ -19,6 +19,7 @@ from tantivy import FieldType, Filter, Occur, Query, TextAnalyzerBuilder, Tokeni
 
 from appliance.index.base import ScoredChunkId
 from appliance.index.filters import (
+    NO_PATIENT,
     ActiveOn,
     AllOf,
     AnyOf,
@@ -59,7 +60,7 @@ def _schema() -> tantivy.Schema:
     for name in _TEXT_FIELDS:
         builder.add_text_field(name, tokenizer_name="clinical_en")
     builder.add_text_field("identifiers", tokenizer_name="clinical_ids", index_option="freq")
-    for name in ("doc_type", "departments", "sensitivity", "owner"):
+    for name in ("doc_type", "departments", "sensitivity", "owner", "patient_id"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
     builder.add_integer_field("effective_from", indexed=True, fast=True)
     builder.add_integer_field("effective_to", indexed=True, fast=True)
@@ -129,6 +130,7 @@ class TantivyLexicalIndex:
             doc_type=meta.doc_type,
             sensitivity=meta.sensitivity,
             owner=meta.owner,
+            patient_id=meta.patient_id or NO_PATIENT,
             effective_from=day_number(meta.effective_from),
             effective_to=day_number(meta.effective_to or OPEN_ENDED),
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from appliance.index.base import LexicalIndex, VectorIndex
+from appliance.index.base import STORE_LAYOUT_VERSION, LexicalIndex, VectorIndex
 from appliance.ingest.catalog import Catalog
 from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
 from appliance.ingest.errors import IngestError
@@ -109,7 +109,8 @@ class Ingestor:
         # Part of every fingerprint: another embedding model means every vector is redone.
         self._pipeline_signature = (
             f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name};"
-            f"graphs={'none' if graph_builder is None else GRAPH_VERSION}"
+            f"graphs={'none' if graph_builder is None else GRAPH_VERSION};"
+            f"stores={STORE_LAYOUT_VERSION}"
         ).encode()
 
     def ingest(
