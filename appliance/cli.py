@@ -1,15 +1,15 @@
-"""The ``appliance`` command: ingest, search, documents and models."""
+"""The ``appliance`` command: ingest, search, documents, models, policy and break-the-glass."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -23,12 +23,12 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from appliance.engines import Appliance
+from appliance.cli_access import break_glass_app, policy_app
+from appliance.cli_common import console, errors, known_subject, open_appliance
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
 from appliance.ingest.pipeline import DocumentOutcome, discover
 from appliance.model_registry import ModelUnavailable, hash_directory
 from appliance.retrieve.hybrid import QueryError
-from appliance.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 docs_app = typer.Typer(no_args_is_help=True, help="List and remove ingested documents.")
@@ -37,15 +37,13 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare meth
 app.add_typer(docs_app, name="docs")
 app.add_typer(models_app, name="models")
 app.add_typer(bench_app, name="bench")
+app.add_typer(policy_app, name="policy")
+app.add_typer(break_glass_app, name="break-glass")
 
-console = Console()
-errors = Console(stderr=True)
 SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus" / "documents"
+SAMPLE_SUBJECTS = Path(__file__).parent / "sample_corpus" / "subjects.toml"
 SAMPLE_QUESTION = "What is the first antibiotic dose for suspected sepsis with penicillin allergy?"
-
-
-def _appliance() -> Appliance:
-    return Appliance(Settings())
+SAMPLE_USER = "dr-okafor"
 
 
 class _RateColumn(ProgressColumn):
@@ -81,7 +79,7 @@ def ingest(
     if default_doc_type:
         defaults["doc_type"] = default_doc_type
     total = len(discover(paths))
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         with Progress(
             TextColumn("[bold]ingesting"),
             BarColumn(),
@@ -139,6 +137,7 @@ def _search_filter(
 @app.command()
 def search(
     question: Annotated[str, typer.Argument(help="The question, in plain words.")],
+    user: Annotated[str, typer.Option(help="Who asks: results are what this user may read.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 10,
     mode: Annotated[str, typer.Option(help="hybrid, lexical or dense.")] = "hybrid",
     department: Annotated[list[str] | None, typer.Option(help="Only these departments.")] = None,
@@ -161,12 +160,14 @@ def search(
     search_filter = _search_filter(
         department, sensitivity, doc_type, as_of.date() if as_of else None, all_dates
     )
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
+        subject = known_subject(appliance, user)
         try:
-            candidates = appliance.query.run(question, top_k, search_filter, mode, rerank)  # type: ignore[arg-type]
+            result = appliance.query.run(question, subject, top_k, search_filter, mode, rerank)  # type: ignore[arg-type]
         except QueryError as error:
             errors.print(f"[red]error:[/red] {error}")
             raise typer.Exit(code=2) from None
+    candidates = result.candidates
     if as_json:
         payload = [
             {
@@ -181,18 +182,27 @@ def search(
                 "fused_score": c.fused_score,
                 "retrievers": {n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()},
                 "stage_scores": c.scores,
+                "break_glass": c.break_glass,
                 "text": c.chunk.text,
             }
             for c in candidates
         ]
         sys.stdout.write(
             json.dumps(
-                {"question": question, "filter": describe(search_filter), "results": payload},
+                {
+                    "question": question,
+                    "user": user,
+                    "filter": describe(search_filter),
+                    "policy_version": result.scope.policy_version,
+                    "results": payload,
+                },
                 indent=2,
             )
             + "\n"
         )
         return
+    if result.scope.grant is not None:
+        console.print("[bold red]BREAK-THE-GLASS ACTIVE[/bold red]: flagged rows are audited.")
     _print_candidates(question, search_filter, candidates)
 
 
@@ -220,7 +230,7 @@ def _print_candidates(question: str, search_filter: SearchFilter | None, candida
         text = chunk.text if len(chunk.text) <= 400 else chunk.text[:400] + " ..."
         # Retrieved text is data: escaped, so a document can never inject console markup.
         table.add_row(
-            str(position),
+            f"{position}\n[bold red]BTG[/bold red]" if candidate.break_glass else str(position),
             f"{escape(meta.title)}\n[dim]{escape(chunk.doc_id)} v{escape(meta.version)}, "
             f"from {meta.effective_from}[/dim]",
             escape(where),
@@ -236,15 +246,22 @@ def demo(
         str, typer.Argument(help="Question to ask after ingesting.")
     ] = SAMPLE_QUESTION,
 ) -> None:
-    """Ingest the bundled (fictional) sample corpus and answer one question."""
+    """Ingest the bundled (fictional) sample corpus and answer one question as a demo user."""
+    with open_appliance() as appliance:
+        subjects_file = appliance.subjects.path
+    if not subjects_file.exists():
+        subjects_file.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SAMPLE_SUBJECTS, subjects_file)
+        console.print(f"installed the demo users in {subjects_file}")
     ingest([SAMPLE_CORPUS], None, None, None, False)
-    search(question, 5, "hybrid", None, None, None, None, False, True, False)
+    console.print(f"asking as {SAMPLE_USER} (clinician, emergency and ICU)")
+    search(question, SAMPLE_USER, 5, "hybrid", None, None, None, None, False, True, False)
 
 
 @docs_app.command("list")
 def docs_list() -> None:
     """Every ingested document with its version, dates, labels and chunk count."""
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         records = appliance.catalog.documents()
     table = Table()
     for column in (
@@ -282,7 +299,7 @@ def docs_remove(
     doc_ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")],
 ) -> None:
     """Remove documents from every store and the catalog."""
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         removed = appliance.ingestor.remove(doc_ids)
     for doc_id in doc_ids:
         if doc_id in removed:
@@ -296,7 +313,7 @@ def docs_remove(
 @models_app.command("list")
 def models_list() -> None:
     """The models in the registry: role, name, licence and where they load from."""
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         table = Table()
         for column in ("role", "name", "kind", "licence", "location"):
             table.add_column(column, overflow="fold")
@@ -313,7 +330,7 @@ def models_list() -> None:
 def models_verify() -> None:
     """Check every model file against its manifest's sha256."""
     failures = 0
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         for manifest in appliance.registry.manifests():
             try:
                 resolved = appliance.registry.resolve(manifest.role)
@@ -388,7 +405,7 @@ def models_train_reranker(
         "command": command,
         "base_model": "all-MiniLM-L6-v2 (role embedder)",
     }
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         base = appliance.registry.resolve(appliance.settings.embedder_role).directory
         site = appliance.registry.site_models_dir
         trainer = CrossEncoderTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
@@ -434,7 +451,7 @@ def bench_rerank(
     from appliance.rerank.cross_encoder import CrossEncoderReranker
 
     command = "appliance bench rerank " + " ".join(sys.argv[3:])
-    with _appliance() as appliance:
+    with open_appliance() as appliance:
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
         cross_encoder = None

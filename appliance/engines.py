@@ -9,6 +9,11 @@ from __future__ import annotations
 from functools import cached_property
 from types import TracebackType
 
+from appliance.access.break_glass import BreakGlassLedger
+from appliance.access.events import JsonLinesEventSink
+from appliance.access.guard import AccessGuard
+from appliance.access.policy import PolicyStore
+from appliance.access.subjects import SubjectDirectory
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
@@ -114,7 +119,35 @@ class Appliance:
             cross_encoder = CrossEncoderStage(
                 CrossEncoderReranker(loaded, threshold), rerank.cross_encoder_candidates
             )
-        return QueryPipeline(self.retriever, cage, cross_encoder)
+        return QueryPipeline(self.retriever, self.guard, cage, cross_encoder)
+
+    @cached_property
+    def access_events(self) -> JsonLinesEventSink:
+        return JsonLinesEventSink(self.settings.access_dir / "events.jsonl")
+
+    @cached_property
+    def policy(self) -> PolicyStore:
+        access = self.settings.access_dir
+        return PolicyStore(
+            self.settings.policy_model,
+            access / "policy.csv",
+            self.settings.shipped_policy,
+            self.access_events,
+        )
+
+    @cached_property
+    def break_glass(self) -> BreakGlassLedger:
+        return BreakGlassLedger(
+            self.settings.access_dir / "break_glass.sqlite3", self.access_events
+        )
+
+    @cached_property
+    def guard(self) -> AccessGuard:
+        return AccessGuard(self.policy, self.break_glass, self.catalog, self.access_events)
+
+    @cached_property
+    def subjects(self) -> SubjectDirectory:
+        return SubjectDirectory(self.settings.access_dir / "subjects.toml")
 
     @cached_property
     def retriever(self) -> HybridRetriever:
@@ -132,6 +165,6 @@ class Appliance:
         )
 
     def close(self) -> None:
-        for name in ("retriever", "lexical", "vectors", "catalog"):
+        for name in ("retriever", "lexical", "vectors", "catalog", "break_glass"):
             if name in self.__dict__:
                 self.__dict__.pop(name).close()

@@ -1,22 +1,41 @@
-"""The path of one question, as far as it is built: retrieve, fuse, rerank."""
+"""The path of one question, as far as it is built: access scope, retrieve, fuse,
+check every candidate, rerank."""
 
 from __future__ import annotations
 
-from appliance.index.filters import SearchFilter
+from dataclasses import dataclass, field
+
+from appliance.access.filter_compiler import MATCH_NOTHING
+from appliance.access.guard import AccessGuard, AccessScope
+from appliance.access.rules import Subject
+from appliance.index.filters import AllOf, SearchFilter
 from appliance.records import Candidate
 from appliance.rerank.cage_stage import CageStage
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalMode
 
 
+@dataclass(slots=True)
+class SearchResult:
+    """Ranked candidates and the access scope they were found under (for the audit)."""
+
+    candidates: list[Candidate]
+    scope: AccessScope
+    applied_filter: SearchFilter
+    screened_out: list[str] = field(default_factory=list)
+    """Chunk ids the engines returned but the enforcer denied: each one is a bug, logged."""
+
+
 class QueryPipeline:
     def __init__(
         self,
         retriever: HybridRetriever,
+        guard: AccessGuard,
         cage: CageStage | None = None,
         cross_encoder: CrossEncoderStage | None = None,
     ) -> None:
         self._retriever = retriever
+        self._guard = guard
         self._cage = cage
         self._cross_encoder = cross_encoder
 
@@ -28,22 +47,38 @@ class QueryPipeline:
     def run(
         self,
         question: str,
+        subject: Subject,
         top_k: int = 10,
         search_filter: SearchFilter | None = None,
         mode: RetrievalMode = "hybrid",
         rerank: bool = True,
-    ) -> list[Candidate]:
-        """Candidates for a question, best first, each with every stage's score."""
+    ) -> SearchResult:
+        """Candidates the subject may read, best first, each with every stage's score."""
+        self._retriever.validate_query(question)
+        scope = self._guard.scope(subject, "read")
+        applied = (
+            scope.search_filter
+            if search_filter is None
+            else AllOf((scope.search_filter, search_filter))
+        )
+        if scope.search_filter == MATCH_NOTHING:
+            return SearchResult([], scope, applied)
         cage = self._cage if rerank else None
         cross_encoder = self._cross_encoder if rerank else None
         # Embed once, and only when a stage uses the vector (dense search or CAGE).
-        needs_vector = bool(question.strip()) and (mode != "lexical" or cage is not None)
+        needs_vector = mode != "lexical" or cage is not None
         vector = self._retriever.embed_query(question.strip()) if needs_vector else None
         reranking = cage is not None or cross_encoder is not None
         depth = max(top_k, 20) if reranking else top_k
-        candidates = self._retriever.retrieve(question, depth, search_filter, mode, vector)
+        found = self._retriever.retrieve(question, depth, applied, mode, vector)
+        candidates = self._guard.screen(scope, found)
+        screened_out = sorted(
+            {c.chunk.chunk_id for c in found} - {c.chunk.chunk_id for c in candidates}
+        )
         if cross_encoder is not None:
             candidates = cross_encoder.rerank(question, candidates)
         if cage is not None and vector is not None:
             candidates = cage.rerank(vector, candidates)
-        return candidates[:top_k]
+        shown = candidates[:top_k]
+        self._guard.report_break_glass_use(scope, shown)
+        return SearchResult(shown, scope, applied, screened_out)

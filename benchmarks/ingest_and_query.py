@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.nlp.embedder import Embedder
@@ -38,10 +39,23 @@ SAMPLE = PROJECT_ROOT / "appliance" / "sample_corpus"
 MODES = ("lexical", "dense", "hybrid", "hybrid+rerank")
 
 
+def reader_of_everything(appliance: Appliance) -> Subject:
+    """A subject the shipped policy lets read every ingested document (a department head
+    of every department, caring for every patient), so the figures measure retrieval."""
+    metas = [record.metadata for record in appliance.catalog.documents()]
+    return Subject(
+        "benchmark-reader",
+        ("department_head",),
+        tuple(sorted({d for m in metas for d in m.departments})),
+        tuple(sorted({m.patient_id for m in metas if m.patient_id})),
+    )
+
+
 def run_mode(appliance: Appliance, question: str, search_filter, mode: str):  # type: ignore[no-untyped-def]
-    """A retriever alone, or the whole query pipeline (fusion, then the rerank stages)."""
+    """A retriever alone, or the whole query pipeline (access, fusion, the rerank stages)."""
     if mode == "hybrid+rerank":
-        return appliance.query.run(question, 10, search_filter)
+        reader = reader_of_everything(appliance)
+        return appliance.query.run(question, reader, 10, search_filter).candidates
     return appliance.retriever.retrieve(question, 10, search_filter, mode)  # type: ignore[arg-type]
 
 

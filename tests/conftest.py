@@ -9,12 +9,26 @@ from pathlib import Path
 
 import pytest
 
+from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from appliance.nlp.embedder import Embedder
 from appliance.settings import Settings
 
 SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "appliance" / "sample_corpus" / "documents"
+SAMPLE_SUBJECTS = SAMPLE_CORPUS.parent / "subjects.toml"
 SLOW = os.environ.get("APPLIANCE_SLOW_TESTS") == "1"
+
+SAMPLE_READER = Subject(
+    user_id="test-reader",
+    roles=("department_head",),
+    departments=(
+        "cardiology", "coding", "emergency", "endocrinology", "geriatrics", "haematology",
+        "hr", "icu", "infection-control", "it", "neurology", "nursing", "obstetrics",
+        "occupational-health", "oncology", "pediatrics", "pharmacy", "psychiatry", "surgery",
+    ),
+    care_team=("P-10234", "P-20871"),
+)  # fmt: skip
+"""Under the shipped policy, a subject who may read every sample document."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

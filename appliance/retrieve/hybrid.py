@@ -55,14 +55,7 @@ class HybridRetriever:
         query_vector: np.ndarray | None = None,
     ) -> list[Candidate]:
         """Fused candidates, best first; ``query_vector`` saves re-embedding the query."""
-        query = query.strip()
-        if not query:
-            raise QueryError("the question is empty")
-        if len(query) > self._config.max_query_chars:
-            raise QueryError(
-                f"the question is {len(query)} characters long; the limit is "
-                f"{self._config.max_query_chars}"
-            )
+        query = self.validate_query(query)
         depth = max(self._config.candidates_per_retriever, top_k)
         rankings: dict[str, list[ScoredChunkId]] = {}
         lexical_future = (
@@ -84,6 +77,18 @@ class HybridRetriever:
             if chunk_id in chunks
         ]
         return candidates[:top_k]
+
+    def validate_query(self, query: str) -> str:
+        """The question, stripped; QueryError when it cannot be searched as given."""
+        query = query.strip()
+        if not query:
+            raise QueryError("the question is empty")
+        if len(query) > self._config.max_query_chars:
+            raise QueryError(
+                f"the question is {len(query)} characters long; the limit is "
+                f"{self._config.max_query_chars}"
+            )
+        return query
 
     def embed_query(self, query: str) -> np.ndarray:
         return self._embedder.embed_query(query)

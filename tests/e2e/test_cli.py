@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from appliance.cli import app
+from tests.conftest import SAMPLE_SUBJECTS
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data directory with the demo users installed, as ``appliance demo`` leaves it."""
     monkeypatch.setenv("APPLIANCE_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data" / "access").mkdir(parents=True)
+    shutil.copy(SAMPLE_SUBJECTS, tmp_path / "data" / "access" / "subjects.toml")
     return tmp_path / "data"
 
 
@@ -25,7 +30,7 @@ def test_ingest_search_list_and_remove(corpus_copy: Path, data_dir: Path) -> Non
     assert result.exit_code == 1, result.output
     assert "5 added, 0 updated, 0 unchanged, 1 failed" in result.output
 
-    result = runner.invoke(app, ["search", "E11.9", "--json", "-k", "3"])
+    result = runner.invoke(app, ["search", "E11.9", "--user", "dr-shah", "--json", "-k", "3"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     top = payload["results"][0]
@@ -34,9 +39,20 @@ def test_ingest_search_list_and_remove(corpus_copy: Path, data_dir: Path) -> Non
     assert {"lexical", "dense"} <= set(top["retrievers"])
     assert top["heading_path"] == ["Clinical Coding Guide for Diabetes", "Type 2 diabetes"]
     assert payload["filter"].startswith("(in force on")
+    assert payload["user"] == "dr-shah" and len(payload["policy_version"]) == 64
 
     result = runner.invoke(
-        app, ["search", "dosing table", "--doc-type", "formulary", "--mode", "lexical"]
+        app,
+        [
+            "search",
+            "dosing table",
+            "--user",
+            "pharm-haddad",
+            "--doc-type",
+            "formulary",
+            "--mode",
+            "lexical",
+        ],
     )
     assert result.exit_code == 0
     assert "filter: (doc_type in [formulary] and in force on" in result.output
@@ -51,8 +67,13 @@ def test_ingest_search_list_and_remove(corpus_copy: Path, data_dir: Path) -> Non
 
 
 def test_search_rejects_an_empty_question_and_an_unknown_mode(data_dir: Path) -> None:
-    assert runner.invoke(app, ["search", "   "]).exit_code == 2
-    assert runner.invoke(app, ["search", "x", "--mode", "magic"]).exit_code == 2
+    assert runner.invoke(app, ["search", "   ", "--user", "dr-shah"]).exit_code == 2
+    assert (
+        runner.invoke(app, ["search", "x", "--user", "dr-shah", "--mode", "magic"]).exit_code == 2
+    )
+    result = runner.invoke(app, ["search", "x", "--user", "nobody"])
+    assert result.exit_code == 2 and "no user 'nobody'" in result.output
+    assert runner.invoke(app, ["search", "x"]).exit_code == 2  # no user: refused, not served
 
 
 def test_models_list_and_verify(data_dir: Path) -> None:
@@ -60,3 +81,54 @@ def test_models_list_and_verify(data_dir: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "ok" in result.output and "embedder" in result.output
     assert "all-MiniLM" in runner.invoke(app, ["models", "list"]).output
+
+
+def test_policy_commands_change_explain_and_audit(corpus_copy: Path, data_dir: Path) -> None:
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    chunk = json.loads(
+        runner.invoke(app, ["search", "E11.9", "--user", "dr-shah", "--json", "-k", "1"]).stdout
+    )["results"][0]["chunk_id"]
+
+    result = runner.invoke(app, ["policy", "test", "pharm-haddad", chunk])
+    assert result.exit_code == 0, result.output  # internal: every staff member reads it
+    assert "ALLOW" in result.output and "role:staff, *, internal, read, allow" in result.output
+
+    deny = ["p", "user:pharm-haddad", "coding", "internal", "read", "deny"]
+    result = runner.invoke(app, ["policy", "add", *deny, "--actor", "it-santos"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["policy", "test", "pharm-haddad", chunk])
+    assert result.exit_code == 1 and "DENY" in result.output
+    assert "user:pharm-haddad, coding, internal, read, deny" in result.output
+    search = runner.invoke(app, ["search", "E11.9", "--user", "pharm-haddad", "--json"])
+    assert chunk not in search.stdout
+
+    assert "user:pharm-haddad" in runner.invoke(app, ["policy", "list"]).output
+    assert runner.invoke(app, ["policy", "add", *deny]).exit_code == 1  # already there
+    assert runner.invoke(app, ["policy", "remove", *deny]).exit_code == 0
+    assert runner.invoke(app, ["policy", "test", "pharm-haddad", chunk]).exit_code == 0
+    result = runner.invoke(
+        app, ["policy", "add", "p", "role:nurse", "*", "secret", "read", "allow"]
+    )
+    assert result.exit_code == 2 and "sensitivity 'secret'" in result.output
+
+    assert runner.invoke(app, ["policy", "test", "it-santos", "--action", "ingest"]).exit_code == 0
+    assert runner.invoke(app, ["policy", "test", "nobody", chunk]).exit_code == 2
+    assert "dr-okafor" in runner.invoke(app, ["policy", "users"]).output
+
+    events = [
+        json.loads(line) for line in (data_dir / "access" / "events.jsonl").read_text().splitlines()
+    ]
+    assert [(e["kind"], e["actor"]) for e in events][:1] == [("policy_change", "it-santos")]
+    assert len([e for e in events if e["kind"] == "policy_change"]) == 2
+
+
+def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:
+    reason = "cardiac arrest in ED, patient P-10234"
+    result = runner.invoke(app, ["break-glass", "start", "nurse-lindqvist", "--reason", reason])
+    assert result.exit_code == 1 and "may not request-break-glass" in result.output
+    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", "now"])
+    assert result.exit_code == 1 and "written reason" in result.output
+    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", reason])
+    assert result.exit_code == 0 and "BREAK-THE-GLASS ACTIVE" in result.output
+    assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 0
+    assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.settings import Settings
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_READER, make_settings
 
 
 def test_every_chunk_has_a_stored_graph(sample_appliance: Appliance) -> None:
@@ -19,8 +19,11 @@ def test_every_chunk_has_a_stored_graph(sample_appliance: Appliance) -> None:
 
 def test_cage_reorders_the_top_candidates_by_its_formula(sample_appliance: Appliance) -> None:
     candidates = sample_appliance.query.run(
-        "first antibiotic for sepsis with penicillin allergy", 5, ActiveOn(dt.date(2026, 11, 30))
-    )
+        "first antibiotic for sepsis with penicillin allergy",
+        SAMPLE_READER,
+        5,
+        ActiveOn(dt.date(2026, 11, 30)),
+    ).candidates
     assert len(candidates) == 5 and all("cage" in c.scores for c in candidates)
     for candidate in candidates:
         expected = 0.7 * candidate.scores["cosine"] + 0.3 * candidate.scores["cage_coherence"]
@@ -35,7 +38,9 @@ def test_a_query_never_builds_a_graph(corpus_copy: Path, settings: Settings) -> 
     with Appliance(settings) as ingesting:
         ingesting.ingestor.ingest([corpus_copy])
     with Appliance(settings) as querying:
-        candidates = querying.query.run("which apron for contact precautions", 5)
+        candidates = querying.query.run(
+            "which apron for contact precautions", SAMPLE_READER, 5
+        ).candidates
         assert "graph_builder" not in querying.__dict__  # no parser was even constructed
     assert candidates and all("cage" in c.scores for c in candidates)
 
@@ -48,7 +53,7 @@ def test_without_cage_no_graphs_are_built_and_order_is_fusion_order(
         appliance.ingestor.ingest([corpus_copy])
         ids = sorted(appliance.catalog.chunk_ids_of("hand-hygiene-policy"))
         assert appliance.catalog.graphs(ids) == {}
-        candidates = appliance.query.run("hand rub seconds", 5)
+        candidates = appliance.query.run("hand rub seconds", SAMPLE_READER, 5).candidates
         assert all(not c.scores for c in candidates)
         fused = [c.fused_score for c in candidates]
         assert fused == sorted(fused, reverse=True)

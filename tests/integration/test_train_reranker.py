@@ -14,7 +14,7 @@ from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.train_cross_encoder import Pair, best_threshold, split_by_group
-from tests.conftest import make_settings
+from tests.conftest import SAMPLE_READER, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 TRAIN = SHARED / "rerank_train" / "hotpotqa.train.jsonl"
@@ -59,7 +59,9 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
 
     with Appliance(make_settings(data_dir)) as appliance:
         appliance.ingestor.ingest([corpus_copy])
-        candidates = appliance.query.run("which apron for contact precautions", 5)
+        candidates = appliance.query.run(
+            "which apron for contact precautions", SAMPLE_READER, 5
+        ).candidates
         assert appliance.query.relevance_threshold == manifest.threshold
     assert all(0.0 <= c.scores["cross_encoder"] <= 1.0 for c in candidates)
     for candidate in candidates:  # CAGE's similarity term is the cross-encoder's probability
