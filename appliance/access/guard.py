@@ -27,6 +27,8 @@ from appliance.access.filter_compiler import compile_access_filter
 from appliance.access.policy import PolicySnapshot, PolicyStore
 from appliance.access.rules import (
     CHUNK_ACTIONS,
+    OWN_DEPARTMENTS,
+    OWNED,
     SYSTEM_ACTIONS,
     Resource,
     Subject,
@@ -35,7 +37,7 @@ from appliance.access.rules import (
     covers_sensitivity,
 )
 from appliance.index.filters import SearchFilter
-from appliance.ingest.catalog import Catalog
+from appliance.ingest.catalog import Catalog, DocumentRecord
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class AccessScope:
     search_filter: SearchFilter
     policy: PolicySnapshot
     grant: BreakGlassGrant | None
-    _decisions: dict[Resource, bool] = field(default_factory=dict)
+    _decisions: dict[Resource, bool] = field(default_factory=dict, repr=False)
 
     @property
     def policy_version(self) -> str:
@@ -241,6 +243,16 @@ class AccessGuard:
             raise NotFound(f"no chunk {chunk_id!r}")
         return chunk
 
+    def readable_document(self, subject: Subject, doc_id: str) -> DocumentRecord:
+        """The document, if it exists and the subject may read it (its chunks share its
+        labels); the same NotFound otherwise."""
+        record = self._catalog.document(doc_id)
+        if record is None or record.state != "indexed":
+            raise NotFound(f"no document {doc_id!r}")
+        if not self.scope(subject).allows(Resource.of_document(doc_id, record.metadata)):
+            raise NotFound(f"no document {doc_id!r}")
+        return record
+
     def decide(self, subject: Subject, resource: Resource, action: str) -> Decision:
         """The decision with the deciding rule and the reasons, for people to read."""
         policy = self._policy.current()
@@ -292,6 +304,10 @@ def _reasons(
             why.append(f"sensitivity {resource.sensitivity} not covered by {sensitivity}")
         if not department_ok:
             why.append(f"departments {list(resource.departments)} not covered by {scope}")
+            if scope == OWN_DEPARTMENTS:
+                why[-1] += f" (the asker's: {', '.join(subject.home_departments)})"
+            elif scope == OWNED:
+                why[-1] = f"owner {resource.owner} is neither the asker nor their department"
         reasons.append(
             f"{effect} rule [{rule.line()}] {verdict}" + (f" ({'; '.join(why)})" if why else "")
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from appliance.records import SENSITIVITIES, Chunk
+from appliance.records import SENSITIVITIES, Chunk, DocumentMetadata
 
 CHUNK_ACTIONS = ("read", "cite")
 SYSTEM_ACTIONS = ("ingest", "administer", "review-audit", "request-break-glass")
@@ -86,9 +86,13 @@ class Resource:
 
     @classmethod
     def of(cls, chunk: Chunk) -> Resource:
-        meta = chunk.metadata
+        return cls.of_document(chunk.doc_id, chunk.metadata)
+
+    @classmethod
+    def of_document(cls, doc_id: str, meta: DocumentMetadata) -> Resource:
+        """A document's labels: every chunk of it carries the same."""
         return cls(
-            doc_id=chunk.doc_id,
+            doc_id=doc_id,
             departments=meta.departments,
             sensitivity=meta.sensitivity,
             owner=meta.owner,

@@ -196,6 +196,18 @@ def test_a_forbidden_chunk_answers_exactly_like_a_missing_one(sample_appliance: 
     assert type(denied.value) is type(absent.value)
     assert str(denied.value).replace(care_plan, "ID") == str(absent.value).replace(missing, "ID")
 
+    guard = sample_appliance.guard
+    assert (
+        guard.readable_document(NURSE_CARDIOLOGY, "care-plan-p10234").doc_id == "care-plan-p10234"
+    )
+    with pytest.raises(NotFound) as denied_document:
+        guard.readable_document(CLINICIAN_ED, "care-plan-p10234")
+    with pytest.raises(NotFound) as absent_document:
+        guard.readable_document(CLINICIAN_ED, "care-plan-p99999")
+    assert str(denied_document.value).replace("p10234", "N") == str(absent_document.value).replace(
+        "p99999", "N"
+    )
+
 
 def test_errors_and_empty_results_do_not_depend_on_what_exists(
     sample_appliance: Appliance,
