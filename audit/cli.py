@@ -1,0 +1,247 @@
+"""``audit``: verify, prove, inspect and export the appliance's audit log.
+
+Needs only this package and a crypto library, so that a compliance officer can check a
+copy of the log on their own machine. Exit status 0 only when the command succeeded
+(for ``verify``: when everything holds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from audit.checkpoints import Checkpoint, load_public_key
+from audit.index import AuditIndex, Query
+from audit.log import AuditLog
+from audit.merkle import verify_inclusion
+from audit.reader import LogReader
+from audit.store import PUBLIC_KEY_FILE
+from audit.verify import verify_log
+
+
+def default_directory() -> Path:
+    if "AUDIT_LOG_DIR" in os.environ:
+        return Path(os.environ["AUDIT_LOG_DIR"])
+    if "APPLIANCE_DATA_DIR" in os.environ:
+        return Path(os.environ["APPLIANCE_DATA_DIR"]) / "audit"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "clinical-appliance" / "audit"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="audit", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="the log directory (default: $AUDIT_LOG_DIR, else $APPLIANCE_DATA_DIR/audit)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    verify = commands.add_parser("verify", help="check every entry, checkpoint and signature")
+    verify.add_argument("--public-key", type=Path, help="your own copy of the public key")
+    verify.add_argument(
+        "--from-checkpoint", type=Path, help="a checkpoint you kept: the log must extend it"
+    )
+
+    prove = commands.add_parser("prove", help="an inclusion proof for one entry")
+    prove.add_argument("entry", type=int)
+    prove.add_argument("--size", type=int, help="prove against this tree size")
+
+    commands.add_parser("checkpoint", help="print the latest signed checkpoint")
+    commands.add_parser("key", help="print the public key auditors verify with")
+
+    show = commands.add_parser("show", help="print one entry")
+    show.add_argument("entry", type=int)
+
+    export = commands.add_parser("export", help="entries of a time range, with proofs")
+    export.add_argument("--from", dest="since", help="ISO time, inclusive")
+    export.add_argument("--to", dest="until", help="ISO time, exclusive")
+    export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    export.add_argument("--output", type=Path, help="file to write (default: standard output)")
+
+    query = commands.add_parser("query", help="find entries through the secondary index")
+    query.add_argument("--from", dest="since")
+    query.add_argument("--to", dest="until")
+    query.add_argument("--user")
+    query.add_argument("--type", dest="event_type")
+    query.add_argument("--doc", dest="doc_id")
+    query.add_argument("--chunk", dest="chunk_id")
+    query.add_argument("--limit", type=int, default=100)
+
+    commands.add_parser("reindex", help="rebuild the secondary index from the log")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    directory: Path = args.dir or default_directory()
+    try:
+        return _COMMANDS[args.command](directory, args)
+    except (FileNotFoundError, IndexError, ValueError) as error:
+        print(f"audit: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader (head, less) stopped early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _verify(directory: Path, args: argparse.Namespace) -> int:
+    key_path = args.public_key or directory / PUBLIC_KEY_FILE
+    public_key = load_public_key(key_path)
+    trusted = None
+    if args.from_checkpoint is not None:
+        trusted = Checkpoint.from_line(args.from_checkpoint.read_bytes().strip())
+    report = verify_log(directory, public_key, trusted)
+    print(f"{report.entries} entries, {report.checkpoints} checkpoints, key {key_path}")
+    if report.ok:
+        print("OK: every entry, checkpoint and signature holds")
+        return 0
+    for problem in report.problems:
+        print(f"FAIL {problem}")
+    if report.first_bad_entry is not None:
+        print(f"first bad entry: {report.first_bad_entry}")
+    return 1
+
+
+def _prove(directory: Path, args: argparse.Namespace) -> int:
+    reader = LogReader(directory)
+    size = args.size or reader.proof_size(args.entry)
+    proof = reader.inclusion_proof(args.entry, size)
+    checkpoint = next((c for c in reader.checkpoints() if c.size == size), None)
+    assert verify_inclusion(proof.leaf_hash, proof.position, size, proof.path, proof.root)
+    _print_json(
+        {
+            "entry": proof.position,
+            "leaf_hash": proof.leaf_hash.hex(),
+            "tree_size": size,
+            "root": proof.root.hex(),
+            "path": [h.hex() for h in proof.path],
+            "checkpoint": json.loads(checkpoint.line()) if checkpoint else None,
+        }
+    )
+    return 0
+
+
+def _checkpoint(directory: Path, _args: argparse.Namespace) -> int:
+    latest = LogReader(directory).latest_checkpoint()
+    if latest is None:
+        print("audit: no checkpoint yet", file=sys.stderr)
+        return 1
+    sys.stdout.write(latest.line().decode())
+    return 0
+
+
+def _key(directory: Path, _args: argparse.Namespace) -> int:
+    sys.stdout.write((directory / PUBLIC_KEY_FILE).read_text())
+    return 0
+
+
+def _show(directory: Path, args: argparse.Namespace) -> int:
+    record = LogReader(directory).record(args.entry)
+    _print_json(
+        {
+            "entry": record.position,
+            "leaf_hash": record.leaf_hash.hex(),
+            **json.loads(record.entry),
+        }
+    )
+    return 0
+
+
+def _export(directory: Path, args: argparse.Namespace) -> int:
+    reader = LogReader(directory)
+    latest = reader.latest_checkpoint()
+    rows = list(_exported(reader, latest, args.since, args.until))
+    output = args.output.open("w", newline="") if args.output else sys.stdout
+    try:
+        if args.format == "jsonl":
+            for row in rows:
+                output.write(json.dumps(row, sort_keys=True) + "\n")
+        else:
+            writer = csv.writer(output)
+            writer.writerow(
+                ["entry", "time", "type", "user", "request_id", "leaf_hash", "tree_size",
+                 "root", "proof", "checkpoint_signature", "entry_json"]
+            )  # fmt: skip
+            for row in rows:
+                entry = row["entry_json"]
+                writer.writerow(
+                    [row["entry"], entry["time"], entry["type"], entry["actor"]["user"],
+                     entry["request_id"], row["leaf_hash"], row["tree_size"], row["root"],
+                     " ".join(row["proof"]), row["checkpoint_signature"],
+                     json.dumps(entry, sort_keys=True, separators=(",", ":"))]
+                )  # fmt: skip
+    finally:
+        if args.output:
+            output.close()
+    return 0
+
+
+def _exported(
+    reader: LogReader, latest: Checkpoint | None, since: str | None, until: str | None
+) -> Iterator[dict]:  # type: ignore[type-arg]
+    for record in reader.records():
+        entry = json.loads(record.entry)
+        if (since and entry["time"] < since) or (until and entry["time"] >= until):
+            continue
+        covered = latest is not None and record.position < latest.size
+        size = latest.size if covered and latest else reader.levels().size
+        proof = reader.inclusion_proof(record.position, size)
+        yield {
+            "entry": record.position,
+            "entry_json": entry,
+            "leaf_hash": record.leaf_hash.hex(),
+            "tree_size": size,
+            "root": proof.root.hex(),
+            "proof": [h.hex() for h in proof.path],
+            "checkpoint_signature": latest.signature if covered and latest else "",
+        }
+
+
+def _query(directory: Path, args: argparse.Namespace) -> int:
+    with AuditLog(directory) as log:
+        index = AuditIndex(log)
+        positions = index.positions(
+            Query(args.since, args.until, args.user, args.event_type, args.doc_id,
+                  args.chunk_id, args.limit)
+        )  # fmt: skip
+        index.close()
+    reader = LogReader(directory)
+    for position in positions:
+        record = reader.record(position)  # the log itself, never the index, is shown
+        sys.stdout.write(json.dumps({"entry": position, **json.loads(record.entry)}) + "\n")
+    return 0
+
+
+def _reindex(directory: Path, _args: argparse.Namespace) -> int:
+    with AuditLog(directory) as log:
+        index = AuditIndex(log)
+        print(f"indexed {index.rebuild()} entries")
+        index.close()
+    return 0
+
+
+def _print_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+_COMMANDS = {
+    "verify": _verify,
+    "prove": _prove,
+    "checkpoint": _checkpoint,
+    "key": _key,
+    "show": _show,
+    "export": _export,
+    "query": _query,
+    "reindex": _reindex,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
