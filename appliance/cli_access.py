@@ -44,25 +44,23 @@ def _rule(words: list[str]) -> Rule:
 @policy_app.command("add")
 def policy_add(rule: RuleArgument, actor: ActorOption = "") -> None:
     """Add a rule; running services apply it on their next request."""
-    parsed = _rule(rule)
-    with open_appliance() as appliance:
-        try:
-            appliance.policy.add(parsed, actor or getpass.getuser())
-        except PolicyError as error:
-            raise fail(str(error)) from None
-    console.print(f"added: {escape(parsed.line())}")
+    _edit(_rule(rule), actor, adding=True)
 
 
 @policy_app.command("remove")
 def policy_remove(rule: RuleArgument, actor: ActorOption = "") -> None:
     """Remove a rule; running services apply it on their next request."""
-    parsed = _rule(rule)
+    _edit(_rule(rule), actor, adding=False)
+
+
+def _edit(rule: Rule, actor: str, *, adding: bool) -> None:
     with open_appliance() as appliance:
+        change = appliance.policy.add if adding else appliance.policy.remove
         try:
-            appliance.policy.remove(parsed, actor or getpass.getuser())
+            change(rule, actor or getpass.getuser())
         except PolicyError as error:
             raise fail(str(error)) from None
-    console.print(f"removed: {escape(parsed.line())}")
+    console.print(f"{'added' if adding else 'removed'}: {escape(rule.line())}")
 
 
 @policy_app.command("list")

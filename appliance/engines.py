@@ -10,10 +10,10 @@ from functools import cached_property
 from types import TracebackType
 
 from appliance.access.break_glass import BreakGlassLedger
-from appliance.access.events import JsonLinesEventSink
 from appliance.access.guard import AccessGuard
 from appliance.access.policy import PolicyStore
 from appliance.access.subjects import SubjectDirectory
+from appliance.audit_trail import AuditTrail
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
@@ -30,6 +30,7 @@ from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import Settings
+from audit.log import AuditLog
 
 
 class Appliance:
@@ -91,6 +92,7 @@ class Appliance:
             batch_documents=self.settings.ingest_batch_documents,
             embedder_name=self.registry.manifest(self.settings.embedder_role).name,
             graph_builder=self.graph_builder,
+            trail=self.audit_trail,
         )
 
     @cached_property
@@ -119,11 +121,26 @@ class Appliance:
             cross_encoder = CrossEncoderStage(
                 CrossEncoderReranker(loaded, threshold), rerank.cross_encoder_candidates
             )
-        return QueryPipeline(self.retriever, self.guard, cage, cross_encoder)
+        return QueryPipeline(self.retriever, self.guard, cage, cross_encoder, self.audit_trail)
 
     @cached_property
-    def access_events(self) -> JsonLinesEventSink:
-        return JsonLinesEventSink(self.settings.access_dir / "events.jsonl")
+    def audit_log(self) -> AuditLog:
+        audit = self.settings.audit
+        return AuditLog(
+            self.settings.audit_dir,
+            checkpoint_every=audit.checkpoint_every,
+            checkpoint_seconds=audit.checkpoint_seconds,
+        )
+
+    @cached_property
+    def audit_trail(self) -> AuditTrail:
+        models = {m.role: m.name for m in self.registry.manifests()}
+        return AuditTrail(self.audit_log, models)
+
+    @property
+    def access_events(self) -> AuditTrail:
+        """Access events go to the audit log."""
+        return self.audit_trail
 
     @cached_property
     def policy(self) -> PolicyStore:
@@ -165,6 +182,6 @@ class Appliance:
         )
 
     def close(self) -> None:
-        for name in ("retriever", "lexical", "vectors", "catalog", "break_glass"):
+        for name in ("retriever", "lexical", "vectors", "catalog", "break_glass", "audit_log"):
             if name in self.__dict__:
                 self.__dict__.pop(name).close()

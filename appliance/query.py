@@ -4,6 +4,7 @@ check every candidate, rerank."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from appliance.access.filter_compiler import MATCH_NOTHING
 from appliance.access.guard import AccessGuard, AccessScope
@@ -26,6 +27,19 @@ class SearchResult:
     """Chunk ids the engines returned but the enforcer denied: each one is a bug, logged."""
 
 
+class QuestionRecorder(Protocol):
+    """Where every question's record goes before its result is returned (the audit log)."""
+
+    def question(
+        self,
+        question: str,
+        result: SearchResult,
+        user_filter: SearchFilter | None,
+        mode: str,
+        request_id: str | None = None,
+    ) -> object: ...
+
+
 class QueryPipeline:
     def __init__(
         self,
@@ -33,11 +47,13 @@ class QueryPipeline:
         guard: AccessGuard,
         cage: CageStage | None = None,
         cross_encoder: CrossEncoderStage | None = None,
+        recorder: QuestionRecorder | None = None,
     ) -> None:
         self._retriever = retriever
         self._guard = guard
         self._cage = cage
         self._cross_encoder = cross_encoder
+        self._recorder = recorder
 
     @property
     def relevance_threshold(self) -> float | None:
@@ -52,8 +68,24 @@ class QueryPipeline:
         search_filter: SearchFilter | None = None,
         mode: RetrievalMode = "hybrid",
         rerank: bool = True,
+        request_id: str | None = None,
     ) -> SearchResult:
-        """Candidates the subject may read, best first, each with every stage's score."""
+        """Candidates the subject may read, best first, each with every stage's score;
+        recorded (question, filters, every candidate's scores and access) before returning."""
+        result = self._search(question, subject, top_k, search_filter, mode, rerank)
+        if self._recorder is not None:
+            self._recorder.question(question, result, search_filter, mode, request_id)
+        return result
+
+    def _search(
+        self,
+        question: str,
+        subject: Subject,
+        top_k: int,
+        search_filter: SearchFilter | None,
+        mode: RetrievalMode,
+        rerank: bool,
+    ) -> SearchResult:
         self._retriever.validate_query(question)
         scope = self._guard.scope(subject, "read")
         applied = (

@@ -61,6 +61,13 @@ class RerankSettings(BaseModel):
     cage_seed: int = 13
 
 
+class AuditSettings(BaseModel):
+    checkpoint_every: int = Field(1000, gt=0)
+    """Sign a checkpoint at least every this many entries ..."""
+    checkpoint_seconds: float = Field(60.0, gt=0)
+    """... and at least this often while entries arrive."""
+
+
 class Settings(BaseSettings):
     """Everything an operator may set; nested values use ``__`` in env names."""
 
@@ -83,6 +90,7 @@ class Settings(BaseSettings):
     limits: Limits = Field(default_factory=Limits)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -108,6 +116,11 @@ class Settings(BaseSettings):
     @property
     def catalog_path(self) -> Path:
         return self.data_dir / "catalog.sqlite3"
+
+    @property
+    def audit_dir(self) -> Path:
+        """The audit log: entries, signed checkpoints, the signing key, its index."""
+        return self.data_dir / "audit"
 
     @property
     def access_dir(self) -> Path:

@@ -40,6 +40,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def audit_entries(data_dir: Path, event_type: str) -> list[dict]:  # type: ignore[type-arg]
+    """The entries of one type in a data directory's audit log, oldest first."""
+    import json
+
+    from audit.reader import LogReader
+
+    records = LogReader(data_dir / "audit").records()
+    entries = [json.loads(r.entry) for r in records]
+    return [e for e in entries if e["type"] == event_type]
+
+
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(data_dir=data_dir, **overrides)  # type: ignore[arg-type]
 

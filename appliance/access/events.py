@@ -1,19 +1,14 @@
 """Access events (policy changes, break-the-glass grants and uses, filter/enforcer
 mismatches) and the small interface through which they reach the audit trail.
 
-The audit log proper is its own package; until the appliance writes into it, the
-embedded default appends these events to a JSON-lines file in the data directory,
-fsynced before ``emit`` returns, so that none is lost.
+In the product they go to the audit log (``appliance/audit_trail.py``), which has them
+on disk before ``emit`` returns.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import threading
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 EventKind = Literal[
@@ -39,28 +34,6 @@ class AccessEvent:
 
 class EventSink(Protocol):
     def emit(self, event: AccessEvent) -> None: ...
-
-
-class JsonLinesEventSink:
-    """Appends one JSON object per event and fsyncs before returning."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._path = path
-        self._lock = threading.Lock()
-
-    def emit(self, event: AccessEvent) -> None:
-        line = json.dumps(asdict(event), sort_keys=True, separators=(",", ":")) + "\n"
-        with self._lock, self._path.open("a", encoding="utf-8") as file:
-            file.write(line)
-            file.flush()
-            os.fsync(file.fileno())
-
-    def read(self) -> list[AccessEvent]:
-        if not self._path.exists():
-            return []
-        with self._path.open(encoding="utf-8") as file:
-            return [AccessEvent(**json.loads(line)) for line in file if line.strip()]
 
 
 class CollectingEventSink:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from appliance.index.base import STORE_LAYOUT_VERSION, LexicalIndex, VectorIndex
 from appliance.ingest.catalog import Catalog
@@ -84,6 +84,14 @@ def discover(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+class DocumentTrail(Protocol):
+    """Where each indexed or removed document is recorded (the audit log)."""
+
+    def ingested(self, metadata: DocumentMetadata, chunk_ids: Sequence[str]) -> object: ...
+
+    def removed(self, doc_id: str) -> object: ...
+
+
 class Ingestor:
     def __init__(
         self,
@@ -97,8 +105,10 @@ class Ingestor:
         batch_documents: int = 32,
         embedder_name: str = "",
         graph_builder: ParseGraphBuilder | None = None,
+        trail: DocumentTrail | None = None,
     ) -> None:
         self._catalog = catalog
+        self._trail = trail
         self._lexical = lexical
         self._vectors = vectors
         self._embedder = embedder
@@ -250,6 +260,8 @@ class Ingestor:
         for p in batch:
             own_graphs = {c.chunk_id: graphs[c.chunk_id] for c in p.chunks if c.chunk_id in graphs}
             self._catalog.mark_indexed(p.metadata.doc_id, p.text, p.chunks, own_graphs)
+            if self._trail is not None:
+                self._trail.ingested(p.metadata, [c.chunk_id for c in p.chunks])
             record(
                 DocumentOutcome(
                     p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)
@@ -269,6 +281,9 @@ class Ingestor:
         self._lexical.commit()
         self._vectors.commit()
         self._catalog.forget(ids)
+        if self._trail is not None:
+            for doc_id in ids:
+                self._trail.removed(doc_id)
         return ids
 
     def prune(self) -> list[str]:

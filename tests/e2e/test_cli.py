@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from appliance.cli import app
-from tests.conftest import SAMPLE_SUBJECTS
+from tests.conftest import SAMPLE_SUBJECTS, audit_entries
 
 runner = CliRunner()
+
+
+def run_audit(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The audit tool as an auditor runs it: its own process, on the log directory."""
+    return subprocess.run(
+        [sys.executable, "-m", "audit.cli", "--dir", str(data_dir / "audit"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -115,11 +127,18 @@ def test_policy_commands_change_explain_and_audit(corpus_copy: Path, data_dir: P
     assert runner.invoke(app, ["policy", "test", "nobody", chunk]).exit_code == 2
     assert "dr-okafor" in runner.invoke(app, ["policy", "users"]).output
 
-    events = [
-        json.loads(line) for line in (data_dir / "access" / "events.jsonl").read_text().splitlines()
+    changes = audit_entries(data_dir, "policy_change")
+    rule = "p, user:pharm-haddad, coding, internal, read, deny"
+    assert changes[0]["actor"]["user"] == "it-santos"
+    assert [(e["details"]["added"], e["details"]["removed"]) for e in changes] == [
+        ([rule], []),
+        ([], [rule]),
     ]
-    assert [(e["kind"], e["actor"]) for e in events][:1] == [("policy_change", "it-santos")]
-    assert len([e for e in events if e["kind"] == "policy_change"]) == 2
+    questions = audit_entries(data_dir, "question")
+    assert [q["actor"]["user"] for q in questions] == ["dr-shah", "pharm-haddad"]
+    ingested = audit_entries(data_dir, "ingestion")
+    assert {e["details"]["doc_id"] for e in ingested} >= {"diabetes-coding-guide"}
+    assert run_audit(data_dir, "verify").returncode == 0
 
 
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:

@@ -20,7 +20,7 @@ from appliance.engines import Appliance
 from appliance.records import AnswerSentence, Citation
 from appliance.retrieve.hybrid import QueryError
 from appliance.settings import Settings
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
 
 TODAY = dt.date(2026, 11, 30)
 CLINICIAN_ED = Subject("dr-okafor", ("clinician",), ("emergency", "icu"))
@@ -59,8 +59,8 @@ def test_a_candidate_the_filter_wrongly_admits_is_dropped_and_reported(
     assert screened and all(c.chunk.metadata.patient_id is None for c in screened)
     assert all(c.chunk.metadata.sensitivity != "restricted" for c in screened)
     assert "ACCESS FILTER MISMATCH" in caplog.text
-    mismatches = [e for e in sample_appliance.access_events.read() if e.kind == "access_mismatch"]
-    assert {e.details["chunk_id"] for e in mismatches} >= {
+    mismatches = audit_entries(sample_appliance.settings.data_dir, "access_mismatch")
+    assert {e["details"]["chunk_id"] for e in mismatches} >= {
         c.chunk.chunk_id for c in found if c.chunk.metadata.patient_id == "P-10234"
     }
 
@@ -176,9 +176,15 @@ def test_break_the_glass_opens_patient_records_flags_every_use_and_ends(
         flagged = [c for c in result.candidates if c.break_glass]
         assert flagged and all(c.chunk.metadata.sensitivity == "restricted" for c in flagged)
         assert not any(c.break_glass for c in result.candidates if c not in flagged)
-        uses = [e for e in sample_appliance.access_events.read() if e.kind == "break_glass_use"]
-        assert uses[-1].details["chunk_ids"] == [c.chunk.chunk_id for c in flagged]
-        assert uses[-1].details["grant_id"] == grant.grant_id
+        uses = audit_entries(sample_appliance.settings.data_dir, "break_glass_use")
+        assert uses[-1]["details"]["chunk_ids"] == [c.chunk.chunk_id for c in flagged]
+        assert uses[-1]["details"]["grant_id"] == grant.grant_id
+        assert uses[-1]["actor"]["user"] == "dr-okafor"
+        asked = audit_entries(sample_appliance.settings.data_dir, "question")[-1]["details"]
+        assert asked["break_glass_grant"] == grant.grant_id
+        assert {c["chunk_id"] for c in asked["candidates"] if "break-the-glass" in c["access"]} == {
+            c.chunk.chunk_id for c in flagged
+        }
     finally:
         assert sample_appliance.guard.end_break_glass(CLINICIAN_ED)
     after = sample_appliance.query.run(question, CLINICIAN_ED, 10).candidates

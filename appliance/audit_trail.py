@@ -1,0 +1,100 @@
+"""What the appliance writes to the audit log, in one place: questions with every
+candidate's scores and access decision, ingestions and removals, and access events
+(policy changes, break-the-glass, filter/enforcer disagreements).
+
+Each method returns only once its entry is on disk (the log fsyncs before answering).
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Sequence
+
+from appliance.access.events import AccessEvent
+from appliance.index.filters import SearchFilter, describe
+from appliance.query import SearchResult
+from appliance.records import DocumentMetadata
+from audit.log import AuditLog, Receipt
+
+
+class AuditTrail:
+    def __init__(self, log: AuditLog, models: dict[str, str]) -> None:
+        self._log = log
+        self._models = models
+        """Role -> model name of every model that can touch an answer, for each record."""
+
+    # -- access events (the EventSink of appliance.access) ----------------------------
+
+    def emit(self, event: AccessEvent) -> None:
+        self._log.append(event.kind, event.actor, [], {"at": event.at, **event.details})
+
+    # -- questions ----------------------------------------------------------------------
+
+    def question(
+        self,
+        question: str,
+        result: SearchResult,
+        user_filter: SearchFilter | None,
+        mode: str,
+        request_id: str | None = None,
+    ) -> Receipt:
+        subject = result.scope.subject
+        grant = result.scope.grant
+        candidates = [
+            {
+                "chunk_id": c.chunk.chunk_id,
+                "doc_id": c.chunk.doc_id,
+                "version": c.chunk.metadata.version,
+                "retrievers": {n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()},
+                "fused": c.fused_score,
+                "stages": dict(c.scores),
+                "access": "allowed (break-the-glass)" if c.break_glass else "allowed",
+            }
+            for c in result.candidates
+        ] + [
+            {"chunk_id": chunk_id, "access": "denied: returned by the engines, refused by policy"}
+            for chunk_id in result.screened_out
+        ]
+        return self._log.append(
+            "question",
+            subject.user_id,
+            list(subject.roles),
+            {
+                "query": question,
+                "mode": mode,
+                "filters": {
+                    "access": describe(result.scope.search_filter),
+                    "requested": describe(user_filter),
+                    "applied": describe(result.applied_filter),
+                },
+                "candidates": candidates,
+                "break_glass_grant": None if grant is None else grant.grant_id,
+                "policy_version": result.scope.policy_version,
+                "models": self._models,
+            },
+            request_id,
+        )
+
+    # -- documents ----------------------------------------------------------------------
+
+    def ingested(self, metadata: DocumentMetadata, chunk_ids: Sequence[str]) -> Receipt:
+        return self._log.append(
+            "ingestion",
+            _operator(),
+            [],
+            {
+                "doc_id": metadata.doc_id,
+                "version": metadata.version,
+                "chunk_ids": list(chunk_ids),
+                "sensitivity": metadata.sensitivity,
+                "departments": list(metadata.departments),
+            },
+        )
+
+    def removed(self, doc_id: str) -> Receipt:
+        return self._log.append("removal", _operator(), [], {"doc_id": doc_id})
+
+
+def _operator() -> str:
+    """Who runs ingestion from this process (the services pass the signed-in user later)."""
+    return f"os:{getpass.getuser()}"
