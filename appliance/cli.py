@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -23,8 +24,9 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from appliance.answer import NOT_ANSWERED, CitedSpan
 from appliance.cli_access import break_glass_app, policy_app
-from appliance.cli_common import console, errors, known_subject, open_appliance
+from appliance.cli_common import console, errors, fail, known_subject, open_appliance
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
 from appliance.ingest.pipeline import DocumentOutcome, discover
 from appliance.model_registry import ModelUnavailable, hash_directory
@@ -240,6 +242,56 @@ def _print_candidates(question: str, search_filter: SearchFilter | None, candida
     console.print(table)
 
 
+def _describe_span(span: CitedSpan) -> str:
+    where = " > ".join(span.heading_path) + (f", page {span.page}" if span.page else "")
+    return (
+        f"{escape(span.title)} v{escape(span.version)} (from {span.effective_from}) > "
+        f"{escape(where)}, chars {span.start}-{span.end} [dim]{span.chunk_id}[/dim]"
+    )
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in plain words.")],
+    user: Annotated[str, typer.Option(help="Who asks: the answer uses what they may read.")],
+    as_of: Annotated[
+        dt.datetime | None,
+        typer.Option(formats=["%Y-%m-%d"], help="Documents in force on this day (default today)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """A verified answer, every sentence citing a document span; or a refusal with the
+    closest sources. Recorded in the audit log before it is shown."""
+    day = as_of.date() if as_of else dt.date.today()
+    with open_appliance() as appliance:
+        subject = known_subject(appliance, user)
+        try:
+            answer = appliance.answers.ask(question, subject, ActiveOn(day), in_force_on=day)
+        except QueryError as error:
+            errors.print(f"[red]error:[/red] {error}")
+            raise typer.Exit(code=2) from None
+    if as_json:
+        sys.stdout.write(json.dumps(dataclasses.asdict(answer), indent=2, default=str) + "\n")
+        return
+    if answer.refused:
+        console.print(f"[bold yellow]{NOT_ANSWERED}[/bold yellow] [dim]({answer.refusal})[/dim]")
+        for source in answer.closest_sources:
+            where = " > ".join(source.heading_path)
+            console.print(
+                f"  closest: {escape(source.title)} - {escape(where)} [dim]{source.chunk_id}[/dim]"
+            )
+    else:
+        for sentence, spans in answer.sentences:
+            marks = "".join(f"[{n}]" for n in range(1, len(spans) + 1))
+            console.print(f"{escape(sentence.text)} [bold cyan]{escape(marks)}[/bold cyan]")
+            for n, span in enumerate(spans, start=1):
+                console.print(f"  [{n}] {_describe_span(span)}", highlight=False)
+    console.print(
+        f"[dim]generator {answer.generator}, verifier {answer.verifier}; "
+        f"audit entry {answer.audit_entry}[/dim]"
+    )
+
+
 @app.command()
 def demo(
     question: Annotated[
@@ -427,6 +479,71 @@ def models_train_reranker(
         f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); "
         f"best epoch {report.best_epoch}; held-out Recall@2 by epoch {by_epoch}; "
         f"threshold {report.threshold:.2f} (F1 {report.threshold_f1:.3f})\n"
+        f"model {report.directory}\nmanifest {manifest}"
+    )
+
+
+@models_app.command("train-verifier")
+def models_train_verifier(
+    data: Annotated[
+        list[Path], typer.Option(exists=True, dir_okay=False, help="NLI pairs (JSONL).")
+    ],
+    name: Annotated[str, typer.Option(help="Folder under the site model directory.")] = (
+        "verifier-minilm-nli"
+    ),
+    per_label: Annotated[
+        int | None, typer.Option(min=10, help="At most this many pairs of each label.")
+    ] = None,
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
+    held_out: Annotated[float, typer.Option(min=0.02, max=0.5)] = 0.1,
+    max_length: Annotated[int, typer.Option(min=32, max=512)] = 128,
+    seed: int = 13,
+) -> None:
+    """Fine-tune the NLI verifier (entailment / neutral / contradiction) from the shipped
+    MiniLM-L6 weights; it then fills the registry role "verifier"."""
+    import random
+
+    from appliance.rerank.train_cross_encoder import now, write_manifest
+    from appliance.verify.train_verifier import VerifierTrainer, balance, read_nli
+
+    try:
+        pairs = read_nli(data)
+    except ValueError as error:
+        raise fail(str(error), code=2) from None
+    rng = random.Random(seed)
+    chosen = balance(pairs, per_label, rng)
+    cut = max(1, int(len(chosen) * held_out))
+    held, training = chosen[:cut], chosen[cut:]
+    provenance = {
+        "trained_at": now(),
+        "trained_on": ", ".join(str(p) for p in data),
+        "command": "appliance models train-verifier " + " ".join(sys.argv[3:]),
+        "base_model": "all-MiniLM-L6-v2 (role embedder)",
+    }
+    with open_appliance() as appliance:
+        base = appliance.registry.resolve(appliance.settings.embedder_role).directory
+        site = appliance.registry.site_models_dir
+        trainer = VerifierTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
+        with Progress(
+            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=errors,
+        ) as progress:  # fmt: skip
+            task = progress.add_task("train", total=None)
+            report = trainer.train(
+                training,
+                held,
+                site / name,
+                provenance,
+                lambda done, total: progress.update(task, completed=done, total=total),
+            )
+        manifest = write_manifest(
+            site, "verifier", name, report, provenance,
+            "NLI verifier fine-tuned on this site (appliance models train-verifier).",
+        )  # fmt: skip
+    console.print(
+        f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); held-out "
+        f"accuracy by epoch {[round(a, 3) for a in report.held_out_recall_at_2]}; entailment "
+        f"threshold {report.threshold:.2f} (F0.5 {report.threshold_f1:.3f})\n"
         f"model {report.directory}\nmanifest {manifest}"
     )
 

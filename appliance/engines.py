@@ -13,7 +13,9 @@ from appliance.access.break_glass import BreakGlassLedger
 from appliance.access.guard import AccessGuard
 from appliance.access.policy import PolicyStore
 from appliance.access.subjects import SubjectDirectory
+from appliance.answer import AnswerPipeline
 from appliance.audit_trail import AuditTrail
+from appliance.generate.extractive import ExtractiveGenerator
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
@@ -30,6 +32,9 @@ from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import Settings
+from appliance.verify.base import EntailmentVerifier
+from appliance.verify.lexical import LexicalVerifier
+from appliance.verify.nli import NliVerifier
 from audit.log import AuditLog
 
 
@@ -122,6 +127,33 @@ class Appliance:
                 CrossEncoderReranker(loaded, threshold), rerank.cross_encoder_candidates
             )
         return QueryPipeline(self.retriever, self.guard, cage, cross_encoder, self.audit_trail)
+
+    @cached_property
+    def answers(self) -> AnswerPipeline:
+        """Questions to verified, cited answers: the extractive generator and the
+        lexical fallback verifier until an LLM and an NLI model are installed."""
+        settings = self.settings.answer
+        return AnswerPipeline(
+            self.query,
+            self.guard,
+            ExtractiveGenerator(self.embedder),
+            self.verifier,
+            self.embedder,
+            self.vectors,
+            self.audit_log,
+            relevance_floor=settings.relevance_floor,
+            context_passages=settings.context_passages,
+        )
+
+    @cached_property
+    def verifier(self) -> EntailmentVerifier:
+        """The NLI model in the role "verifier" when one is installed, else the lexical
+        fallback (which every answer then names)."""
+        if "verifier" not in {m.role for m in self.registry.manifests()}:
+            return LexicalVerifier()
+        manifest = self.registry.manifest("verifier")
+        threshold = manifest.threshold if manifest.threshold is not None else 0.5
+        return NliVerifier(self.registry.load("verifier"), manifest.name, threshold)
 
     @cached_property
     def audit_log(self) -> AuditLog:

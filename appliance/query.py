@@ -27,6 +27,10 @@ class SearchResult:
     """Chunk ids the engines returned but the enforcer denied: each one is a bug, logged."""
 
 
+class NotRecorded(RuntimeError):
+    """The audit log refused the record: no result or answer is given without one."""
+
+
 class QuestionRecorder(Protocol):
     """Where every question's record goes before its result is returned (the audit log)."""
 
@@ -74,7 +78,12 @@ class QueryPipeline:
         recorded (question, filters, every candidate's scores and access) before returning."""
         result = self._search(question, subject, top_k, search_filter, mode, rerank)
         if self._recorder is not None:
-            self._recorder.question(question, result, search_filter, mode, request_id)
+            try:
+                self._recorder.question(question, result, search_filter, mode, request_id)
+            except Exception as error:
+                raise NotRecorded(
+                    f"the question could not be audited, so no result is given: {error}"
+                ) from error
         return result
 
     def _search(

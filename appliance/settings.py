@@ -61,6 +61,13 @@ class RerankSettings(BaseModel):
     cage_seed: int = 13
 
 
+class AnswerSettings(BaseModel):
+    relevance_floor: float = Field(0.45, ge=-1, le=1)
+    """Below this cosine between question and best passage the documents do not answer."""
+    context_passages: int = Field(5, gt=0, le=20)
+    """How many ranked passages the generator is given."""
+
+
 class AuditSettings(BaseModel):
     checkpoint_every: int = Field(1000, gt=0)
     """Sign a checkpoint at least every this many entries ..."""
@@ -91,6 +98,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -238,7 +238,12 @@ class CrossEncoderTrainer:
 
 
 def write_manifest(
-    site_models_dir: Path, role: str, name: str, report: TrainingReport, provenance: dict[str, str]
+    site_models_dir: Path,
+    role: str,
+    name: str,
+    report: TrainingReport,
+    provenance: dict[str, str],
+    description: str = "Cross-encoder fine-tuned on this site (appliance models train-reranker).",
 ) -> Path:
     """A registry manifest for the trained model (checksums of every file, provenance)."""
     directory = report.directory
@@ -247,7 +252,7 @@ def write_manifest(
         f"name = {json.dumps(name)}",
         'kind = "cross-encoder"',
         'licence = "Apache-2.0 (weights derived from all-MiniLM-L6-v2)"',
-        'description = "Cross-encoder fine-tuned on this site (appliance models train-reranker)."',
+        f"description = {json.dumps(description)}",
         f"threshold = {report.threshold:.4f}",
         "",
         "[source]",

@@ -1,0 +1,233 @@
+"""The whole path of a question: search (access-checked, reranked), refuse when nothing
+is relevant, generate, verify every citation, re-check access at answer time, refuse
+when no claim survives, and write the whole record to the audit log before returning.
+If the record cannot be written, the asker gets an error, never an unaudited answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from appliance.access.guard import AccessGuard
+from appliance.access.rules import Subject
+from appliance.generate.base import ContextPassage, Generator
+from appliance.index.base import VectorIndex
+from appliance.index.filters import SearchFilter
+from appliance.nlp.embedder import Embedder
+from appliance.query import NotRecorded, QueryPipeline
+from appliance.records import AnswerSentence, Candidate, Chunk, Citation
+from appliance.verify.base import EntailmentVerifier
+from appliance.verify.spans import locate
+from audit.log import AuditLog
+
+NOT_ANSWERED = "The hospital documents available to you do not answer this question."
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSpan:
+    """What the clinician's page shows for one citation."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    version: str
+    effective_from: str
+    superseded_by: str | None
+    heading_path: tuple[str, ...]
+    page: int | None
+    start: int
+    end: int
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    chunk_id: str
+    doc_id: str
+    title: str
+    heading_path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    request_id: str
+    sentences: tuple[tuple[AnswerSentence, tuple[CitedSpan, ...]], ...]
+    refusal: str | None
+    """Why the documents do not answer (None for an answer)."""
+    closest_sources: tuple[Source, ...]
+    generator: str
+    verifier: str
+    audit_entry: int
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+
+_Sentences = tuple[tuple[AnswerSentence, tuple[CitedSpan, ...]], ...]
+
+
+class AnswerPipeline:
+    def __init__(
+        self,
+        query: QueryPipeline,
+        guard: AccessGuard,
+        generator: Generator,
+        verifier: EntailmentVerifier,
+        embedder: Embedder,
+        vectors: VectorIndex,
+        audit: AuditLog,
+        *,
+        relevance_floor: float = 0.45,
+        context_passages: int = 5,
+    ) -> None:
+        self._query = query
+        self._guard = guard
+        self._generator = generator
+        self._verifier = verifier
+        self._embedder = embedder
+        self._vectors = vectors
+        self._audit = audit
+        self.relevance_floor = relevance_floor
+        self._context_passages = context_passages
+
+    def ask(
+        self,
+        question: str,
+        subject: Subject,
+        search_filter: SearchFilter | None = None,
+        in_force_on: dt.date | None = None,
+        request_id: str | None = None,
+    ) -> Answer:
+        request_id = request_id or str(uuid.uuid4())
+        result = self._query.run(
+            question, subject, self._context_passages, search_filter, request_id=request_id
+        )
+        candidates = result.candidates
+        question_vector = self._embedder.embed_query(question.strip())
+        relevance = self._relevance(question_vector, candidates)
+        record: dict[str, object] = {
+            "query": question,
+            "question_request": request_id,
+            "relevance": {
+                c.chunk.chunk_id: round(relevance[i], 4) for i, c in enumerate(candidates)
+            },
+            "relevance_floor": self.relevance_floor,
+            "generator": self._generator.name,
+            "verifier": {"name": self._verifier.name, "kind": self._verifier.kind},
+            "policy_version": result.scope.policy_version,
+        }
+        closest = tuple(
+            Source(c.chunk.chunk_id, c.chunk.doc_id, c.chunk.metadata.title, c.chunk.heading_path)
+            for c in candidates[:3]
+        )
+
+        def finish(sentences: _Sentences, refusal: str | None) -> Answer:
+            return self._finish(question, request_id, subject, record, sentences, refusal, closest)
+
+        if not candidates or max(relevance) < self.relevance_floor:
+            return finish((), "no relevant passage")
+
+        context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
+        generated = self._generator.generate(question, context)
+        record["raw_output"] = generated.raw
+        in_context = {p.chunk.chunk_id: p.chunk for p in context}
+        checks: list[dict[str, object]] = []
+        supported: list[AnswerSentence] = []
+        for sentence in generated.sentences:
+            kept = [
+                c for c in sentence.citations if self._supports(c, sentence, in_context, checks)
+            ]
+            if sentence.kind == "framing" or kept:
+                supported.append(AnswerSentence(sentence.text, sentence.kind, tuple(kept)))
+        record["checks"] = checks
+        recheck = self._guard.recheck_answer(subject, supported, in_force_on)
+        record["answer_time_drops"] = [
+            {"chunk_id": d.citation.chunk_id, "reason": d.reason} for d in recheck.dropped_citations
+        ]
+        claims = [s for s in recheck.sentences if s.kind == "claim"]
+        if not claims:
+            return finish((), "no claim survived verification")
+        claim_vectors = self._embedder.embed([s.text for s in claims])
+        if float(np.max(claim_vectors @ question_vector)) < self.relevance_floor:
+            return finish((), "what is left does not answer the question")
+        final = tuple((s, tuple(self._span(c, in_context[c.chunk_id]) for c in s.citations))
+                      for s in recheck.sentences)  # fmt: skip
+        return finish(final, None)
+
+    def _relevance(self, question_vector: np.ndarray, candidates: list[Candidate]) -> list[float]:
+        stored = self._vectors.vectors([c.chunk.chunk_id for c in candidates])
+        return [
+            float(stored[c.chunk.chunk_id] @ question_vector) if c.chunk.chunk_id in stored else 0.0
+            for c in candidates
+        ]
+
+    def _supports(
+        self,
+        citation: Citation,
+        sentence: AnswerSentence,
+        in_context: dict[str, Chunk],
+        checks: list[dict[str, object]],
+    ) -> bool:
+        chunk = in_context.get(citation.chunk_id)
+        check: dict[str, object] = {"sentence": sentence.text, "chunk_id": citation.chunk_id}
+        checks.append(check)
+        if chunk is None:
+            check["verdict"] = "cited chunk was not in the context"
+            return False
+        located = locate(citation.quote, chunk)
+        if located is None:
+            check["verdict"] = "quote not found in the cited chunk"
+            return False
+        entailment = self._verifier.check(located.text, sentence.text)
+        check.update(
+            verdict="supported" if entailment.entailed else "not entailed",
+            score=round(entailment.score, 4),
+            reasons=list(entailment.reasons),
+        )
+        return entailment.entailed
+
+    @staticmethod
+    def _span(citation: Citation, chunk: Chunk) -> CitedSpan:
+        located = locate(citation.quote, chunk)
+        assert located is not None  # checked in _supports
+        meta = chunk.metadata
+        return CitedSpan(
+            chunk.chunk_id, chunk.doc_id, meta.title, meta.version, meta.effective_from.isoformat(),
+            meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
+            located.text,
+        )  # fmt: skip
+
+    def _finish(
+        self,
+        question: str,
+        request_id: str,
+        subject: Subject,
+        record: dict[str, object],
+        sentences: _Sentences,
+        refusal: str | None,
+        closest: tuple[Source, ...],
+    ) -> Answer:
+        record["sentences"] = [
+            {"text": s.text, "kind": s.kind, "citations": [asdict(c) for c in spans]}
+            for s, spans in sentences
+        ]
+        record["refusal"] = refusal
+        record["closest_sources"] = [asdict(s) for s in closest] if refusal else []
+        try:
+            receipt = self._audit.append(
+                "answer", subject.user_id, list(subject.roles), record, request_id
+            )
+        except Exception as error:
+            raise NotRecorded(
+                f"the answer could not be written to the audit log: {error}"
+            ) from error
+        return Answer(
+            question, request_id, sentences, refusal, closest if refusal else (),
+            self._generator.name, self._verifier.name, receipt.position,
+        )  # fmt: skip

@@ -1,0 +1,85 @@
+"""Training a tiny NLI verifier and using it through the registry in the answer path."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from appliance.cli import app
+from appliance.engines import Appliance
+from appliance.model_registry import ModelRegistry
+from appliance.verify.nli import NliVerifier
+from appliance.verify.train_verifier import (
+    NliPair,
+    balance,
+    best_entailment_threshold,
+    detokenise,
+    read_nli,
+)
+from tests.conftest import SAMPLE_READER, make_settings
+
+NLI = Path(__file__).resolve().parents[3] / "shared" / "data" / "nli"
+runner = CliRunner()
+
+
+def test_tokenised_text_is_detokenised() -> None:
+    assert detokenise("Two women ca n't hold `` to go '' packages .") == (
+        'Two women can\'t hold "to go" packages.'
+    )
+
+
+def test_labels_are_balanced_to_the_rarest() -> None:
+    pairs = [
+        NliPair("p", "h", label, "s")
+        for label in ["entailment"] * 9 + ["neutral"] * 5 + ["contradiction"] * 3
+    ]
+    chosen = balance(pairs, None, random.Random(1))
+    assert (
+        sorted(p.label for p in chosen)
+        == ["contradiction"] * 3 + ["entailment"] * 3 + ["neutral"] * 3
+    )
+
+
+def test_the_threshold_favours_precision() -> None:
+    probabilities = np.array([0.95, 0.9, 0.6, 0.55, 0.4, 0.1])
+    entailed = np.array([True, True, False, True, False, False])
+    threshold, _score = best_entailment_threshold(probabilities, entailed)
+    assert 0.6 < threshold <= 0.9
+
+
+def test_the_scifact_evaluation_is_never_trained_on(tmp_path: Path) -> None:
+    evaluation = tmp_path / "claims_dev.jsonl"
+    evaluation.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "entailment"}))
+    with pytest.raises(ValueError, match="never trains on it"):
+        read_nli([evaluation])
+
+
+@pytest.mark.skipif(not NLI.exists(), reason="needs ../shared/data")
+def test_train_a_tiny_verifier_and_answer_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus_copy: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("APPLIANCE_DATA_DIR", str(data_dir))
+    arguments = ["models", "train-verifier", "--data", str(NLI / "scifact.train.jsonl")]
+    result = runner.invoke(app, [*arguments, "--per-label", "30", "--max-length", "64"])
+    assert result.exit_code == 0, result.output
+    registry = ModelRegistry(make_settings(data_dir))
+    manifest = registry.manifest("verifier")
+    assert manifest.kind == "cross-encoder" and manifest.threshold is not None
+    assert "train-verifier" in manifest.provenance["command"]
+    verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold)
+    verdict = verifier.check("Aspirin lowers fever.", "Aspirin lowers fever.")
+    assert 0.0 <= verdict.score <= 1.0 and len(verdict.reasons) == 3
+
+    with Appliance(make_settings(data_dir)) as appliance:
+        appliance.ingestor.ingest([corpus_copy])
+        assert appliance.verifier.kind == "nli"
+        answer = appliance.answers.ask(
+            "How long should I rub my hands with alcohol gel?", SAMPLE_READER
+        )
+        assert answer.verifier == manifest.name
