@@ -548,6 +548,42 @@ def models_train_verifier(
     )
 
 
+@app.command("eval")
+def evaluate_golden(
+    golden: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Golden set (JSONL).")],
+    gates: Annotated[
+        Path, typer.Option(exists=True, dir_okay=False, help="Release gates (TOML).")
+    ] = (Path(__file__).parent / "eval" / "gates.toml"),
+    report_dir: Annotated[Path, typer.Option("--report", help="Where the report goes.")] = Path(
+        "eval-report"
+    ),
+) -> None:
+    """Ask every golden question through the whole answer path; report the figures as
+    Markdown, JSON and a chart; exit 1 when a release gate fails."""
+    from appliance.eval.golden import check_gates, evaluate
+    from appliance.eval.report import write_golden_report
+
+    with open_appliance() as appliance:
+        report = evaluate(appliance, golden)
+    failed = check_gates(report, gates)
+    for problem in report.failures:
+        errors.print(f"[yellow]warning:[/yellow] {escape(problem)}")
+    paths = write_golden_report(report, failed, report_dir, f"appliance eval --golden {golden}")
+    table = Table(
+        title=f"{golden.name}: {report.questions} questions ({report.answerable} answerable)"
+    )
+    table.add_column("figure")
+    table.add_column("value")
+    for name, value in report.figures().items():
+        table.add_row(name, f"{value:.3f}")
+    console.print(table)
+    console.print(f"generator {report.generator}, verifier {report.verifier}; report {paths[0]}")
+    for problem in failed:
+        errors.print(f"[red]gate failed:[/red] {problem}")
+    if failed:
+        raise typer.Exit(code=1)
+
+
 @bench_app.command("rerank")
 def bench_rerank(
     data: Annotated[

@@ -183,7 +183,8 @@ def main() -> None:
 
 def golden_set(data_dir: Path) -> dict[str, dict[str, float]]:
     """Recall@k and MRR@10 on the sample corpus golden set, documents in force today."""
-    golden = [json.loads(line) for line in (SAMPLE / "golden.jsonl").open(encoding="utf-8")]
+    rows = [json.loads(line) for line in (SAMPLE / "golden.jsonl").open(encoding="utf-8")]
+    golden = [row for row in rows if row.get("answerable", True)]
     with Appliance(Settings(data_dir=data_dir)) as appliance:
         appliance.ingestor.ingest([SAMPLE / "documents"])
         catalog = appliance.catalog

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from appliance.eval.golden import GoldenReport
 from appliance.eval.rerank_bench import MethodResult, mean, overall, percentile
 
 
@@ -85,6 +86,56 @@ def write_report(
     axis.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     chart = out / "rerank.png"
+    figure.savefig(chart, dpi=120)
+    plt.close(figure)
+    return [table, data, chart]
+
+
+def write_golden_report(
+    report: GoldenReport, failed_gates: list[str], out: Path, command: str
+) -> list[Path]:
+    """golden.md (figures, gates, every question), golden.json and golden.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    figures = report.figures()
+    lines = [
+        f"# Golden-set evaluation\n\n`{command}`\n",
+        f"{report.questions} questions ({report.answerable} answerable), generator "
+        f"`{report.generator}`, verifier `{report.verifier}`, {report.citations} citations.\n",
+        "| figure | value |",
+        "|---|---|",
+        *[f"| {name} | {value:.3f} |" for name, value in figures.items()],
+        "",
+        "Gates: " + ("all pass" if not failed_gates else "; ".join(failed_gates)),
+        "",
+        "| question | answerable | refused | gold rank after rerank | answer contains gold |",
+        "|---|---|---|---|---|",
+    ]
+    for row in report.per_question:
+        lines.append(
+            f"| {row['question']} | {row['answerable']} | {row['refused']} | "
+            f"{row.get('gold_rank_after_rerank', '')} | {row.get('contains_gold', '')} |"
+        )
+    table = out / "golden.md"
+    table.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = out / "golden.json"
+    data.write_text(
+        json.dumps({"command": command, "figures": figures, "failed_gates": failed_gates,
+                    "generator": report.generator, "verifier": report.verifier,
+                    "per_question": report.per_question}, indent=2, default=str) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    figure, axis = plt.subplots(figsize=(9, 4.2))
+    axis.barh(list(figures), list(figures.values()), color="#3b6ea5")
+    axis.set_xlim(0, 1)
+    axis.invert_yaxis()
+    axis.set_title(f"Golden set: {report.generator} generator, {report.verifier} verifier")
+    figure.tight_layout()
+    chart = out / "golden.png"
     figure.savefig(chart, dpi=120)
     plt.close(figure)
     return [table, data, chart]

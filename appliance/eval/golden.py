@@ -1,0 +1,149 @@
+"""The golden-set evaluation of the whole answer path, with release gates.
+
+A golden file has one question per line: ``{"question", "doc_id", "quote"}`` for a
+question the corpus answers (the quote locates the gold chunk), or ``{"question",
+"answerable": false}`` for one it does not. Each question is asked as a reader who
+may see every ingested document, so that the figures measure retrieval, generation
+and verification rather than the policy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from appliance.access.rules import Subject
+from appliance.engines import Appliance
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
+
+
+@dataclass(slots=True)
+class GoldenReport:
+    questions: int = 0
+    answerable: int = 0
+    recall_at_10_before_rerank: float = 0.0
+    mean_reciprocal_rank_after_rerank: float = 0.0
+    exact_span_validity: float = 1.0
+    citation_precision: float = 0.0
+    answer_contains_gold: float = 0.0
+    answer_token_f1: float = 0.0
+    correct_refusal_rate: float = 0.0
+    false_refusal_rate: float = 0.0
+    citations: int = 0
+    generator: str = ""
+    verifier: str = ""
+    failures: list[str] = field(default_factory=list)
+    per_question: list[dict[str, object]] = field(default_factory=list)
+
+    def figures(self) -> dict[str, float]:
+        return {
+            name: getattr(self, name)
+            for name in (
+                "recall_at_10_before_rerank", "mean_reciprocal_rank_after_rerank",
+                "exact_span_validity", "citation_precision", "answer_contains_gold",
+                "answer_token_f1", "correct_refusal_rate", "false_refusal_rate",
+            )
+        }  # fmt: skip
+
+
+def reader_of_everything(appliance: Appliance) -> Subject:
+    """A department head of every department, caring for every patient."""
+    metas = [record.metadata for record in appliance.catalog.documents()]
+    return Subject(
+        "golden-evaluator",
+        ("department_head",),
+        tuple(sorted({d for m in metas for d in m.departments})),
+        tuple(sorted({m.patient_id for m in metas if m.patient_id})),
+    )
+
+
+def token_f1(answer: str, gold: str) -> float:
+    predicted, expected = _TOKEN.findall(answer.lower()), _TOKEN.findall(gold.lower())
+    common = sum(min(predicted.count(t), expected.count(t)) for t in set(expected))
+    if not common:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def evaluate(appliance: Appliance, golden_path: Path) -> GoldenReport:
+    rows = [json.loads(line) for line in golden_path.open(encoding="utf-8") if line.strip()]
+    reader = reader_of_everything(appliance)
+    report = GoldenReport(questions=len(rows))
+    catalog = appliance.catalog
+    recalls, reciprocal_ranks, contains, f1s = [], [], [], []
+    refusals_correct, refusals_false = [], []
+    valid_spans, entailed_citations = 0, 0
+    for row in rows:
+        question = row["question"]
+        answerable = row.get("answerable", True)
+        answer = appliance.answers.ask(question, reader)
+        report.generator, report.verifier = answer.generator, answer.verifier
+        outcome: dict[str, object] = {"question": question, "answerable": answerable,
+                                      "refused": answer.refused}  # fmt: skip
+        for sentence, spans in answer.sentences:
+            for span in spans:
+                report.citations += 1
+                text = catalog.document_text(span.doc_id) or ""
+                valid_spans += text[span.start : span.end] == span.quote
+                entailed_citations += appliance.verifier.check(span.quote, sentence.text).entailed
+        if not answerable:
+            refusals_correct.append(answer.refused)
+            report.per_question.append(outcome)
+            continue
+        report.answerable += 1
+        refusals_false.append(answer.refused)
+        gold = {
+            chunk_id
+            for chunk_id, chunk in catalog.chunks(
+                sorted(catalog.chunk_ids_of(row["doc_id"]))
+            ).items()
+            if row["quote"] in chunk.index_text
+        }
+        if not gold:
+            report.failures.append(f"golden quote not found in {row['doc_id']}: {row['quote']!r}")
+            continue
+        fused = appliance.retriever.retrieve(question, 10)
+        recalls.append(any(c.chunk.chunk_id in gold for c in fused))
+        ranked = appliance.query.run(question, reader, 10).candidates
+        rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
+        reciprocal_ranks.append(1 / rank if rank else 0.0)
+        text = " ".join(s.text for s, _ in answer.sentences)
+        contains.append(row["quote"] in text)
+        f1s.append(token_f1(text, row["quote"]) if text else 0.0)
+        outcome.update(gold_rank_after_rerank=rank, answer=text, contains_gold=row["quote"] in text)
+        report.per_question.append(outcome)
+
+    def mean(values: list[bool] | list[float]) -> float:
+        return float(sum(values) / len(values)) if values else 0.0
+
+    report.recall_at_10_before_rerank = mean(recalls)
+    report.mean_reciprocal_rank_after_rerank = mean(reciprocal_ranks)
+    report.exact_span_validity = valid_spans / report.citations if report.citations else 1.0
+    report.citation_precision = entailed_citations / report.citations if report.citations else 0.0
+    report.answer_contains_gold = mean(contains)
+    report.answer_token_f1 = mean(f1s)
+    report.correct_refusal_rate = mean(refusals_correct)
+    report.false_refusal_rate = mean(refusals_false)
+    return report
+
+
+def check_gates(report: GoldenReport, gates_path: Path) -> list[str]:
+    """Every gate that fails, in words: ``[minimum]`` and ``[maximum]`` tables of figures."""
+    gates = tomllib.loads(gates_path.read_text(encoding="utf-8"))
+    figures = report.figures()
+    unknown = (set(gates.get("minimum", {})) | set(gates.get("maximum", {}))) - set(figures)
+    if unknown:
+        raise ValueError(f"{gates_path}: unknown figures {sorted(unknown)}")
+    failed = []
+    for name, floor in gates.get("minimum", {}).items():
+        if figures[name] < floor:
+            failed.append(f"{name} {figures[name]:.3f} is below the gate {floor}")
+    for name, ceiling in gates.get("maximum", {}).items():
+        if figures[name] > ceiling:
+            failed.append(f"{name} {figures[name]:.3f} is above the gate {ceiling}")
+    return failed

@@ -1,0 +1,140 @@
+"""Citation verifiers side by side: the lexical-structural fallback against the trained
+NLI verifier (and any other NLI model installed in the role "verifier").
+
+- SciFact dev (../shared/data/scifact/claims_dev.jsonl, never trained on): each claim
+  against the rationale sentences of each cited abstract (SUPPORT or CONTRADICT), and
+  NOT_ENOUGH_INFO claims against the first two sentences of their cited abstracts.
+  Reported: support-versus-contradict accuracy, and the precision and recall of
+  "entailed" over all pairs.
+- NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
+  training run), three-way accuracy and the precision of "entailed".
+
+    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label 4000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from appliance.engines import Appliance
+from appliance.settings import PROJECT_ROOT, Settings
+from appliance.verify.base import EntailmentVerifier
+from appliance.verify.lexical import LexicalVerifier
+from appliance.verify.nli import NliVerifier
+from appliance.verify.train_verifier import LABELS, balance, read_nli
+
+SHARED = PROJECT_ROOT.parent / "shared" / "data"
+RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "verifier.json"
+console = Console()
+
+
+def scifact_pairs() -> list[tuple[str, str, str]]:
+    """(premise, hypothesis, SUPPORT | CONTRADICT | NOT_ENOUGH_INFO)."""
+    pairs = []
+    for line in (SHARED / "scifact" / "claims_dev.jsonl").open(encoding="utf-8"):
+        claim = json.loads(line)
+        for abstract in claim["cited_abstracts"]:
+            rationale = abstract.get("rationale_sentences") or []
+            if claim["label"] in ("SUPPORT", "CONTRADICT") and rationale:
+                sentences = [
+                    abstract["sentences"][i] if isinstance(i, int) else i for i in rationale
+                ]
+                pairs.append((" ".join(sentences), claim["claim"], claim["label"]))
+            elif claim["label"] == "NOT_ENOUGH_INFO":
+                pairs.append(
+                    (" ".join(abstract["sentences"][:2]), claim["claim"], "NOT_ENOUGH_INFO")
+                )
+    return pairs
+
+
+def evaluate(verifier: EntailmentVerifier, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
+    start = time.perf_counter()
+    entailed = np.array(
+        [verifier.check(premise, hypothesis).entailed for premise, hypothesis, _ in pairs]
+    )
+    per_pair_ms = (time.perf_counter() - start) * 1000 / len(pairs)
+    gold = np.array([label for _, _, label in pairs])
+    decided = gold != "NOT_ENOUGH_INFO"
+    supported = gold == "SUPPORT"
+    if isinstance(verifier, NliVerifier):  # support vs contradict: which of the two is likelier
+        rows = verifier.probabilities([p for p, _, _ in pairs], [h for _, h, _ in pairs])
+        says_support = (
+            rows[:, verifier.label_index("entailment")]
+            > rows[:, verifier.label_index("contradiction")]
+        )
+    else:
+        says_support = entailed
+    return {
+        "pairs": len(pairs),
+        "support_vs_contradict_accuracy": float(
+            np.mean(says_support[decided] == supported[decided])
+        ),
+        "entailed_precision": float(np.sum(entailed & supported) / max(1, entailed.sum())),
+        "entailed_recall": float(np.sum(entailed & supported) / max(1, supported.sum())),
+        "ms_per_pair": per_pair_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-label", type=int, default=4000, help="as in the training run")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--held-out", type=float, default=0.1)
+    args = parser.parse_args()
+    with Appliance(Settings()) as appliance:
+        verifiers: list[EntailmentVerifier] = [LexicalVerifier()]
+        if appliance.verifier.kind == "nli":
+            verifiers.append(appliance.verifier)
+        scifact = scifact_pairs()
+        files = sorted((SHARED / "nli").glob("*.jsonl"))
+        chosen = balance(read_nli(files), args.per_label, random.Random(args.seed))
+        held = chosen[: max(1, int(len(chosen) * args.held_out))]
+        nli = [(p.premise, p.hypothesis, p.label) for p in held]
+        figures: dict[str, dict[str, object]] = {}
+        for verifier in verifiers:
+            row: dict[str, object] = {"kind": verifier.kind, "scifact": evaluate(verifier, scifact)}
+            entailed = np.array([verifier.check(p, h).entailed for p, h, _ in nli])
+            gold = np.array([label == "entailment" for _, _, label in nli])
+            row["nli_held_out"] = {
+                "pairs": len(nli),
+                "entailed_precision": float(np.sum(entailed & gold) / max(1, entailed.sum())),
+                "entailed_recall": float(np.sum(entailed & gold) / max(1, gold.sum())),
+            }
+            if isinstance(verifier, NliVerifier):
+                rows = verifier.probabilities([p for p, _, _ in nli], [h for _, h, _ in nli])
+                order = [verifier.label_index(label) for label in LABELS]
+                predicted = np.array(LABELS)[rows[:, order].argmax(1)]
+                row["nli_held_out"]["three_way_accuracy"] = float(
+                    np.mean(predicted == [lab for _, _, lab in nli])
+                )
+            figures[verifier.name] = row
+    table = Table(title="citation verifiers")
+    for column in ("verifier", "SciFact support vs contradict acc.", "SciFact entailed P / R",
+                   "NLI held-out entailed P / R", "NLI 3-way acc.", "ms/pair"):  # fmt: skip
+        table.add_column(column)
+    for name, row in figures.items():
+        sci, held_out = row["scifact"], row["nli_held_out"]
+        table.add_row(
+            f"{name} ({row['kind']})",
+            f"{sci['support_vs_contradict_accuracy']:.3f}",  # type: ignore[index]
+            f"{sci['entailed_precision']:.3f} / {sci['entailed_recall']:.3f}",  # type: ignore[index]
+            f"{held_out['entailed_precision']:.3f} / {held_out['entailed_recall']:.3f}",  # type: ignore[index]
+            f"{held_out.get('three_way_accuracy', float('nan')):.3f}",  # type: ignore[union-attr]
+            f"{sci['ms_per_pair']:.1f}",  # type: ignore[index]
+        )
+    console.print(table)
+    RESULTS.write_text(
+        json.dumps({"command": "benchmarks/verifier.py", **figures}, indent=2) + "\n"
+    )
+    console.print(f"written to {RESULTS.relative_to(PROJECT_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The golden-set evaluation and its release gates, on the sample corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from appliance.engines import Appliance
+from appliance.eval.golden import GoldenReport, check_gates, evaluate, token_f1
+from appliance.eval.report import write_golden_report
+
+
+def test_token_f1() -> None:
+    assert (
+        token_f1("Rub for 20 to 30 seconds until dry.", "Rub for 20 to 30 seconds until dry") == 1.0
+    )
+    assert token_f1("nothing shared", "Rub for 20 seconds") == 0.0
+    assert 0 < token_f1("Rub hands for 20 seconds", "Rub for 20 to 30 seconds") < 1
+
+
+def test_gates_fail_with_the_figure_named(tmp_path: Path) -> None:
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[minimum]\nexact_span_validity = 1.0\n[maximum]\nfalse_refusal_rate = 0.1\n")
+    report = GoldenReport(exact_span_validity=0.95, false_refusal_rate=0.2)
+    assert check_gates(report, gates) == [
+        "exact_span_validity 0.950 is below the gate 1.0",
+        "false_refusal_rate 0.200 is above the gate 0.1",
+    ]
+    gates.write_text("[minimum]\nhappiness = 1.0\n")
+    with pytest.raises(ValueError, match="unknown figures"):
+        check_gates(report, gates)
+
+
+def test_a_small_golden_set_end_to_end(sample_appliance: Appliance, tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"question": "How long should I rub my hands with alcohol gel?", "doc_id": "hand-hygiene-policy",
+         "quote": "Rub for 20 to 30 seconds until dry"},
+        {"question": "Which body sites are swabbed for an MRSA screen?", "doc_id": "mrsa-screening",
+         "quote": "Swab both anterior nares and the groin"},
+        {"question": "How do I book annual leave?", "answerable": False},
+    ]  # fmt: skip
+    golden.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = evaluate(sample_appliance, golden)
+    assert report.questions == 3 and report.answerable == 2 and not report.failures
+    assert report.exact_span_validity == 1.0 and report.citations >= 2
+    assert report.recall_at_10_before_rerank == 1.0
+    assert report.correct_refusal_rate == 1.0 and report.false_refusal_rate == 0.0
+    assert report.answer_contains_gold == 1.0
+    paths = write_golden_report(report, [], tmp_path / "report", "test")
+    assert [p.name for p in paths] == ["golden.md", "golden.json", "golden.png"]
+    assert "Gates: all pass" in paths[0].read_text()
