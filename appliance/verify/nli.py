@@ -35,7 +35,7 @@ class NliVerifier:
                 encoded = self._tokenizer(
                     premises[start : start + 32],
                     hypotheses[start : start + 32],
-                    truncation="only_first",
+                    truncation="longest_first",
                     max_length=self._max_length,
                     padding=True,
                     return_tensors="pt",

@@ -189,7 +189,7 @@ class VerifierTrainer:
         return tokenizer(
             [p.premise for p in pairs],
             [p.hypothesis for p in pairs],
-            truncation="only_first",
+            truncation="longest_first",
             max_length=self.max_length,
             padding=True,
             return_tensors="pt",

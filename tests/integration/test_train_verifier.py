@@ -75,6 +75,8 @@ def test_train_a_tiny_verifier_and_answer_with_it(
     verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold)
     verdict = verifier.check("Aspirin lowers fever.", "Aspirin lowers fever.")
     assert 0.0 <= verdict.score <= 1.0 and len(verdict.reasons) == 3
+    long_sentence = "The patient received the dose again. " * 80  # longer than max_length alone
+    assert 0.0 <= verifier.check("A short premise.", long_sentence).score <= 1.0
 
     with Appliance(make_settings(data_dir)) as appliance:
         appliance.ingestor.ingest([corpus_copy])
