@@ -20,8 +20,8 @@ from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
-from appliance.verify.base import EntailmentVerifier
-from appliance.verify.spans import locate
+from appliance.verify.base import Entailment, EntailmentVerifier
+from appliance.verify.spans import locate, normalise
 from audit.log import AuditLog
 
 NOT_ANSWERED = "The hospital documents available to you do not answer this question."
@@ -184,7 +184,11 @@ class AnswerPipeline:
         if located is None:
             check["verdict"] = "quote not found in the cited chunk"
             return False
-        entailment = self._verifier.check(located.text, sentence.text)
+        if normalise(located.text) == normalise(sentence.text):
+            # A sentence that is its own quote, verbatim, is supported by definition.
+            entailment = Entailment(1.0, True, ("the sentence is the quoted span, verbatim",))
+        else:
+            entailment = self._verifier.check(located.text, sentence.text)
         check.update(
             verdict="supported" if entailment.entailed else "not entailed",
             score=round(entailment.score, 4),

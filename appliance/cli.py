@@ -560,7 +560,7 @@ def evaluate_golden(
 ) -> None:
     """Ask every golden question through the whole answer path; report the figures as
     Markdown, JSON and a chart; exit 1 when a release gate fails."""
-    from appliance.eval.golden import check_gates, evaluate
+    from appliance.eval.golden import check_gates, evaluate, latency
     from appliance.eval.report import write_golden_report
 
     with open_appliance() as appliance:
@@ -577,7 +577,9 @@ def evaluate_golden(
     for name, value in report.figures().items():
         table.add_row(name, f"{value:.3f}")
     console.print(table)
-    console.print(f"generator {report.generator}, verifier {report.verifier}; report {paths[0]}")
+    timing = ", ".join(f"{k} {v:.0f}" for k, v in latency(report).items())
+    console.print(f"generator {report.generator}, verifier {report.verifier}; answer {timing}")
+    console.print(f"report {paths[0]}")
     for problem in failed:
         errors.print(f"[red]gate failed:[/red] {problem}")
     if failed:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,8 @@ class GoldenReport:
     citations: int = 0
     generator: str = ""
     verifier: str = ""
+    answer_ms: list[float] = field(default_factory=list)
+    """End to end per question (retrieve, rerank, generate, verify, audit)."""
     failures: list[str] = field(default_factory=list)
     per_question: list[dict[str, object]] = field(default_factory=list)
 
@@ -48,6 +52,13 @@ class GoldenReport:
                 "answer_token_f1", "correct_refusal_rate", "false_refusal_rate",
             )
         }  # fmt: skip
+
+
+def latency(report: GoldenReport) -> dict[str, float]:
+    ordered = sorted(report.answer_ms)
+    if not ordered:
+        return {}
+    return {"p50_ms": statistics.median(ordered), "p95_ms": ordered[int(0.95 * (len(ordered) - 1))]}
 
 
 def reader_of_everything(appliance: Appliance) -> Subject:
@@ -81,7 +92,9 @@ def evaluate(appliance: Appliance, golden_path: Path) -> GoldenReport:
     for row in rows:
         question = row["question"]
         answerable = row.get("answerable", True)
+        started = time.perf_counter()
         answer = appliance.answers.ask(question, reader)
+        report.answer_ms.append((time.perf_counter() - started) * 1000)
         report.generator, report.verifier = answer.generator, answer.verifier
         outcome: dict[str, object] = {"question": question, "answerable": answerable,
                                       "refused": answer.refused}  # fmt: skip

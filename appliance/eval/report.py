@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from appliance.eval.golden import GoldenReport
+from appliance.eval.golden import GoldenReport, latency
 from appliance.eval.rerank_bench import MethodResult, mean, overall, percentile
 
 
@@ -105,7 +105,10 @@ def write_golden_report(
     lines = [
         f"# Golden-set evaluation\n\n`{command}`\n",
         f"{report.questions} questions ({report.answerable} answerable), generator "
-        f"`{report.generator}`, verifier `{report.verifier}`, {report.citations} citations.\n",
+        f"`{report.generator}`, verifier `{report.verifier}`, {report.citations} citations. "
+        "Answer latency end to end: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in latency(report).items())
+        + "\n",
         "| figure | value |",
         "|---|---|",
         *[f"| {name} | {value:.3f} |" for name, value in figures.items()],
@@ -126,6 +129,7 @@ def write_golden_report(
     data.write_text(
         json.dumps({"command": command, "figures": figures, "failed_gates": failed_gates,
                     "generator": report.generator, "verifier": report.verifier,
+                    "latency": latency(report),
                     "per_question": report.per_question}, indent=2, default=str) + "\n",
         encoding="utf-8",
     )  # fmt: skip
