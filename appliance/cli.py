@@ -7,8 +7,9 @@ import datetime as dt
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.markup import escape
@@ -42,6 +43,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(policy_app, name="policy")
 app.add_typer(break_glass_app, name="break-glass")
 
+T = TypeVar("T")
 SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus" / "documents"
 SAMPLE_SUBJECTS = Path(__file__).parent / "sample_corpus" / "subjects.toml"
 SAMPLE_QUESTION = "What is the first antibiotic dose for suspected sepsis with penicillin allergy?"
@@ -407,6 +409,16 @@ def models_hash(directory: Annotated[Path, typer.Argument(exists=True, file_okay
         )
 
 
+def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
+    """Run a training job with a progress bar of its optimiser steps."""
+    with Progress(
+        TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=errors,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("train", total=None)
+        return run(lambda done, total: progress.update(task, completed=done, total=total))
+
+
 @models_app.command("train-reranker")
 def models_train_reranker(
     train: Annotated[
@@ -461,18 +473,9 @@ def models_train_reranker(
         base = appliance.registry.resolve(appliance.settings.embedder_role).directory
         site = appliance.registry.site_models_dir
         trainer = CrossEncoderTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
-        with Progress(
-            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=errors,
-        ) as progress:  # fmt: skip
-            task = progress.add_task("train", total=None)
-            report = trainer.train(
-                training,
-                held,
-                site / name,
-                provenance,
-                lambda done, total: progress.update(task, completed=done, total=total),
-            )
+        report = _with_progress(
+            lambda advance: trainer.train(training, held, site / name, provenance, advance)
+        )
         manifest = write_manifest(site, role, name, report, provenance)
     by_epoch = [round(r, 3) for r in report.held_out_recall_at_2]
     console.print(
@@ -524,18 +527,9 @@ def models_train_verifier(
         base = appliance.registry.resolve(appliance.settings.embedder_role).directory
         site = appliance.registry.site_models_dir
         trainer = VerifierTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
-        with Progress(
-            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=errors,
-        ) as progress:  # fmt: skip
-            task = progress.add_task("train", total=None)
-            report = trainer.train(
-                training,
-                held,
-                site / name,
-                provenance,
-                lambda done, total: progress.update(task, completed=done, total=total),
-            )
+        report = _with_progress(
+            lambda advance: trainer.train(training, held, site / name, provenance, advance)
+        )
         manifest = write_manifest(
             site, "verifier", name, report, provenance,
             "NLI verifier fine-tuned on this site (appliance models train-verifier).",

@@ -26,7 +26,7 @@ import torch
 
 from appliance.eval.pools import read_pools
 from appliance.model_registry import hash_directory
-from appliance.nlp.embedder import cpu_has_native_bfloat16
+from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, update
 
 EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
 
@@ -168,16 +168,9 @@ class CrossEncoderTrainer:
         model = AutoModelForSequenceClassification.from_pretrained(
             str(self.base_model), num_labels=1, local_files_only=True
         )
-        optimiser = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=0.01)
         steps = self.epochs * ((len(train) + self.batch_size - 1) // self.batch_size)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimiser,
-            lambda step: (
-                min(1.0, (step + 1) / max(1, steps // 10)) * max(0.0, 1 - step / max(1, steps))
-            ),
-        )
+        optimiser, schedule = optimiser_and_schedule(model, self.learning_rate, steps)
         loss_fn = torch.nn.BCEWithLogitsLoss()
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bfloat16())
         done = 0
         best_state, best_epoch, history = None, 0, []
         for epoch in range(1, self.epochs + 1):
@@ -187,14 +180,10 @@ class CrossEncoderTrainer:
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
                 encoded = self._encode(tokenizer, batch)
-                with autocast:
+                with autocast():
                     logits = model(**encoded).logits[:, 0]
                 loss = loss_fn(logits.float(), torch.tensor([p.label for p in batch]))
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimiser.step()
-                schedule.step()
-                optimiser.zero_grad()
+                update(model, loss, optimiser, schedule)
                 done += 1
                 if progress is not None:
                     progress(done, steps)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from appliance.nlp.embedder import cpu_has_native_bfloat16
+from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, update
 from appliance.rerank.train_cross_encoder import TrainingReport
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -129,15 +129,8 @@ class VerifierTrainer:
             label2id={label: i for i, label in enumerate(LABELS)},
             local_files_only=True,
         )
-        optimiser = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=0.01)
         steps = self.epochs * ((len(train) + self.batch_size - 1) // self.batch_size)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimiser,
-            lambda step: (
-                min(1.0, (step + 1) / max(1, steps // 10)) * max(0.0, 1 - step / max(1, steps))
-            ),
-        )
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bfloat16())
+        optimiser, schedule = optimiser_and_schedule(model, self.learning_rate, steps)
         loss_fn = torch.nn.CrossEntropyLoss()
         done, history, best_state, best_epoch = 0, [], None, 0
         for epoch in range(1, self.epochs + 1):
@@ -146,15 +139,10 @@ class VerifierTrainer:
             rng.shuffle(order)
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
-                with autocast:
+                with autocast():
                     logits = model(**self._encode(tokenizer, batch)).logits
                 targets = torch.tensor([LABELS.index(p.label) for p in batch])
-                loss = loss_fn(logits.float(), targets)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimiser.step()
-                schedule.step()
-                optimiser.zero_grad()
+                update(model, loss_fn(logits.float(), targets), optimiser, schedule)
                 done += 1
                 if progress is not None:
                     progress(done, steps)
