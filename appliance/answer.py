@@ -110,14 +110,15 @@ class AnswerPipeline:
         )
         candidates = result.candidates
         question_vector = self._embedder.embed_query(question.strip())
-        relevance = self._relevance(question_vector, candidates)
+        signal, relevance, floor = self._relevance(question_vector, candidates)
         record: dict[str, object] = {
             "query": question,
             "question_request": request_id,
             "relevance": {
                 c.chunk.chunk_id: round(relevance[i], 4) for i, c in enumerate(candidates)
             },
-            "relevance_floor": self.relevance_floor,
+            "relevance_signal": signal,
+            "relevance_floor": floor,
             "generator": self._generator.name,
             "verifier": {"name": self._verifier.name, "kind": self._verifier.kind},
             "policy_version": result.scope.policy_version,
@@ -130,7 +131,7 @@ class AnswerPipeline:
         def finish(sentences: _Sentences, refusal: str | None) -> Answer:
             return self._finish(question, request_id, subject, record, sentences, refusal, closest)
 
-        if not candidates or max(relevance) < self.relevance_floor:
+        if not candidates or max(relevance) < floor:
             return finish((), "no relevant passage")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
@@ -160,12 +161,21 @@ class AnswerPipeline:
                       for s in recheck.sentences)  # fmt: skip
         return finish(final, None)
 
-    def _relevance(self, question_vector: np.ndarray, candidates: list[Candidate]) -> list[float]:
+    def _relevance(
+        self, question_vector: np.ndarray, candidates: list[Candidate]
+    ) -> tuple[str, list[float], float]:
+        """How well each candidate answers the question, and the floor below which none
+        does: the installed cross-encoder's calibrated probability when there is one,
+        else the cosine of the question and the stored chunk vector."""
+        threshold = self._query.relevance_threshold
+        if threshold is not None and all("cross_encoder" in c.scores for c in candidates):
+            return "cross-encoder", [c.scores["cross_encoder"] for c in candidates], threshold
         stored = self._vectors.vectors([c.chunk.chunk_id for c in candidates])
-        return [
+        cosines = [
             float(stored[c.chunk.chunk_id] @ question_vector) if c.chunk.chunk_id in stored else 0.0
             for c in candidates
         ]
+        return "cosine", cosines, self.relevance_floor
 
     def _supports(
         self,

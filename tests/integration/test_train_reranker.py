@@ -14,7 +14,7 @@ from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.train_cross_encoder import Pair, best_threshold, split_by_group
-from tests.conftest import SAMPLE_READER, make_settings
+from tests.conftest import SAMPLE_READER, audit_entries, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 TRAIN = SHARED / "rerank_train" / "hotpotqa.train.jsonl"
@@ -63,6 +63,12 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
             "which apron for contact precautions", SAMPLE_READER, 5
         ).candidates
         assert appliance.query.relevance_threshold == manifest.threshold
+        answer = appliance.answers.ask("which apron for contact precautions", SAMPLE_READER)
+        record = audit_entries(data_dir, "answer")[-1]["details"]
+        assert record["relevance_signal"] == "cross-encoder"
+        assert record["relevance_floor"] == manifest.threshold
+        below = max(record["relevance"].values()) < manifest.threshold
+        assert (answer.refusal == "no relevant passage") == below
     assert all(0.0 <= c.scores["cross_encoder"] <= 1.0 for c in candidates)
     for candidate in candidates:  # CAGE's similarity term is the cross-encoder's probability
         expected = (
