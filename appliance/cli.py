@@ -300,7 +300,8 @@ def demo(
         str, typer.Argument(help="Question to ask after ingesting.")
     ] = SAMPLE_QUESTION,
 ) -> None:
-    """Ingest the bundled (fictional) sample corpus and answer one question as a demo user."""
+    """Ingest the bundled (fictional) sample corpus, then show one question's ranked
+    passages and its verified, cited answer, as a demo user."""
     with open_appliance() as appliance:
         subjects_file = appliance.subjects.path
     if not subjects_file.exists():
@@ -310,6 +311,8 @@ def demo(
     ingest([SAMPLE_CORPUS], None, None, None, False)
     console.print(f"asking as {SAMPLE_USER} (clinician, emergency and ICU)")
     search(question, SAMPLE_USER, 5, "hybrid", None, None, None, None, False, True, False)
+    console.print("\n[bold]The verified answer[/bold]")
+    ask(question, SAMPLE_USER, None, False)
 
 
 @docs_app.command("list")
