@@ -21,7 +21,7 @@ from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 from appliance.verify.base import Entailment, EntailmentVerifier
-from appliance.verify.spans import locate, normalise
+from appliance.verify.spans import LocatedQuote, locate, normalise
 from audit.log import AuditLog
 
 NOT_ANSWERED = "The hospital documents available to you do not answer this question."
@@ -109,7 +109,9 @@ class AnswerPipeline:
             question, subject, self._context_passages, search_filter, request_id=request_id
         )
         candidates = result.candidates
-        question_vector = self._embedder.embed_query(question.strip())
+        question_vector = result.question_vector
+        if question_vector is None:  # a lexical-only search computed none
+            question_vector = self._embedder.embed_query(question.strip())
         signal, relevance, floor = self._relevance(question_vector, candidates)
         record: dict[str, object] = {
             "query": question,
@@ -139,11 +141,14 @@ class AnswerPipeline:
         record["raw_output"] = generated.raw
         in_context = {p.chunk.chunk_id: p.chunk for p in context}
         checks: list[dict[str, object]] = []
+        located: dict[Citation, LocatedQuote] = {}  # each supported citation, found once
         supported: list[AnswerSentence] = []
         for sentence in generated.sentences:
-            kept = [
-                c for c in sentence.citations if self._supports(c, sentence, in_context, checks)
-            ]
+            for citation in sentence.citations:
+                found = self._supported_span(citation, sentence, in_context, checks)
+                if found is not None:
+                    located[citation] = found
+            kept = [c for c in sentence.citations if c in located]
             if sentence.kind == "framing" or kept:
                 supported.append(AnswerSentence(sentence.text, sentence.kind, tuple(kept)))
         record["checks"] = checks
@@ -157,8 +162,10 @@ class AnswerPipeline:
         claim_vectors = self._embedder.embed([s.text for s in claims])
         if float(np.max(claim_vectors @ question_vector)) < self.relevance_floor:
             return finish((), "what is left does not answer the question")
-        final = tuple((s, tuple(self._span(c, in_context[c.chunk_id]) for c in s.citations))
-                      for s in recheck.sentences)  # fmt: skip
+        final = tuple(
+            (s, tuple(_cited_span(in_context[c.chunk_id], located[c]) for c in s.citations))
+            for s in recheck.sentences
+        )
         return finish(final, None)
 
     def _relevance(
@@ -177,23 +184,25 @@ class AnswerPipeline:
         ]
         return "cosine", cosines, self.relevance_floor
 
-    def _supports(
+    def _supported_span(
         self,
         citation: Citation,
         sentence: AnswerSentence,
         in_context: dict[str, Chunk],
         checks: list[dict[str, object]],
-    ) -> bool:
+    ) -> LocatedQuote | None:
+        """Where the citation's quote stands, when it is in a context chunk and entails the
+        sentence; None otherwise. Every check is recorded for the audit."""
         chunk = in_context.get(citation.chunk_id)
         check: dict[str, object] = {"sentence": sentence.text, "chunk_id": citation.chunk_id}
         checks.append(check)
         if chunk is None:
             check["verdict"] = "cited chunk was not in the context"
-            return False
+            return None
         located = locate(citation.quote, chunk)
         if located is None:
             check["verdict"] = "quote not found in the cited chunk"
-            return False
+            return None
         if normalise(located.text) == normalise(sentence.text):
             # A sentence that is its own quote, verbatim, is supported by definition.
             entailment = Entailment(1.0, True, ("the sentence is the quoted span, verbatim",))
@@ -204,18 +213,7 @@ class AnswerPipeline:
             score=round(entailment.score, 4),
             reasons=list(entailment.reasons),
         )
-        return entailment.entailed
-
-    @staticmethod
-    def _span(citation: Citation, chunk: Chunk) -> CitedSpan:
-        located = locate(citation.quote, chunk)
-        assert located is not None  # checked in _supports
-        meta = chunk.metadata
-        return CitedSpan(
-            chunk.chunk_id, chunk.doc_id, meta.title, meta.version, meta.effective_from.isoformat(),
-            meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
-            located.text,
-        )  # fmt: skip
+        return located if entailment.entailed else None
 
     def _finish(
         self,
@@ -245,3 +243,12 @@ class AnswerPipeline:
             question, request_id, sentences, refusal, closest if refusal else (),
             self._generator.name, self._verifier.name, receipt.position,
         )  # fmt: skip
+
+
+def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:
+    meta = chunk.metadata
+    return CitedSpan(
+        chunk.chunk_id, chunk.doc_id, meta.title, meta.version, meta.effective_from.isoformat(),
+        meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
+        located.text,
+    )  # fmt: skip

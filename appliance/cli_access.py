@@ -119,9 +119,12 @@ def policy_test(
     Exit status 0 when allowed, 1 when denied."""
     if action not in CHUNK_ACTIONS + SYSTEM_ACTIONS:
         raise fail(f"unknown action {action!r}; use {', '.join(CHUNK_ACTIONS + SYSTEM_ACTIONS)}", 2)
+    resource = None
     with open_appliance() as appliance:
         subject = known_subject(appliance, user)
-        if action in CHUNK_ACTIONS:
+        if action in SYSTEM_ACTIONS:
+            decision = appliance.guard.decide_system(subject, action)
+        else:
             if chunk is None:
                 raise fail(f"{action} needs a chunk id", code=2)
             # An administrator's tool: it looks the chunk up directly to explain the decision.
@@ -129,12 +132,10 @@ def policy_test(
             if found is None:
                 raise fail(f"no chunk {chunk!r}", code=2)
             resource = Resource.of(found)
-        else:
-            resource = Resource(doc_id="", departments=(), sensitivity="restricted", owner="")
-        decision = appliance.guard.decide(subject, resource, action)
+            decision = appliance.guard.decide(subject, resource, action)
     verdict = "[green]ALLOW[/green]" if decision.allowed else "[red]DENY[/red]"
     console.print(f"{verdict} {escape(user)} {action} {escape(chunk or '')}")
-    if action in CHUNK_ACTIONS:
+    if resource is not None:
         console.print(
             f"chunk labels: sensitivity={resource.sensitivity}, "
             f"departments={list(resource.departments)}, owner={resource.owner}, "

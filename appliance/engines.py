@@ -169,11 +169,6 @@ class Appliance:
         models = {m.role: m.name for m in self.registry.manifests()}
         return AuditTrail(self.audit_log, models)
 
-    @property
-    def access_events(self) -> AuditTrail:
-        """Access events go to the audit log."""
-        return self.audit_trail
-
     @cached_property
     def policy(self) -> PolicyStore:
         access = self.settings.access_dir
@@ -181,18 +176,16 @@ class Appliance:
             self.settings.policy_model,
             access / "policy.csv",
             self.settings.shipped_policy,
-            self.access_events,
+            self.audit_trail,
         )
 
     @cached_property
     def break_glass(self) -> BreakGlassLedger:
-        return BreakGlassLedger(
-            self.settings.access_dir / "break_glass.sqlite3", self.access_events
-        )
+        return BreakGlassLedger(self.settings.access_dir / "break_glass.sqlite3", self.audit_trail)
 
     @cached_property
     def guard(self) -> AccessGuard:
-        return AccessGuard(self.policy, self.break_glass, self.catalog, self.access_events)
+        return AccessGuard(self.policy, self.break_glass, self.catalog, self.audit_trail)
 
     @cached_property
     def subjects(self) -> SubjectDirectory:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from appliance.access.filter_compiler import MATCH_NOTHING
 from appliance.access.guard import AccessGuard, AccessScope
 from appliance.access.rules import Subject
@@ -25,6 +27,8 @@ class SearchResult:
     applied_filter: SearchFilter
     screened_out: list[str] = field(default_factory=list)
     """Chunk ids the engines returned but the enforcer denied: each one is a bug, logged."""
+    question_vector: np.ndarray | None = None
+    """The question's embedding, when a stage computed it (later stages reuse it)."""
 
 
 class NotRecorded(RuntimeError):
@@ -122,4 +126,4 @@ class QueryPipeline:
             candidates = cage.rerank(vector, candidates)
         shown = candidates[:top_k]
         self._guard.report_break_glass_use(scope, shown)
-        return SearchResult(shown, scope, applied, screened_out)
+        return SearchResult(shown, scope, applied, screened_out, vector)

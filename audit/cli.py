@@ -212,10 +212,13 @@ def _query(directory: Path, args: argparse.Namespace) -> int:
                   args.chunk_id, args.limit)
         )  # fmt: skip
         index.close()
-    reader = LogReader(directory)
-    for position in positions:
-        record = reader.record(position)  # the log itself, never the index, is shown
-        sys.stdout.write(json.dumps({"entry": position, **json.loads(record.entry)}) + "\n")
+    wanted = set(positions)
+    # The log itself, never the index, is shown: one pass over it from the first match.
+    records = LogReader(directory).records(min(wanted)) if wanted else iter(())
+    for record in records:
+        if record.position in wanted:
+            entry = {"entry": record.position, **json.loads(record.entry)}
+            sys.stdout.write(json.dumps(entry) + "\n")
     return 0
 
 

@@ -95,15 +95,15 @@ def main() -> None:
 
             rows: dict[str, dict[str, float]] = {}
             for label, factory in (
-                ("filter compile only", lambda s, _c: compile_only(s)),
-                ("compile + 100 checks, naive (sample chunks)", lambda s, c: naive(real, s)),
-                ("compile + 100 checks, ours (sample chunks)", lambda s, c: ours(real, s)),
-                ("compile + 100 checks, naive (100 distinct labels)", lambda s, c: naive(distinct, s)),
-                ("compile + 100 checks, ours (100 distinct labels)", lambda s, c: ours(distinct, s)),
+                ("filter compile only", compile_only),
+                ("compile + 100 checks, naive (sample chunks)", lambda s: naive(real, s)),
+                ("compile + 100 checks, ours (sample chunks)", lambda s: ours(real, s)),
+                ("compile + 100 checks, naive (100 distinct labels)", lambda s: naive(distinct, s)),
+                ("compile + 100 checks, ours (100 distinct labels)", lambda s: ours(distinct, s)),
             ):  # fmt: skip
                 samples: list[float] = []
                 for subject in subjects:
-                    work = factory(subject, None)
+                    work = factory(subject)
                     work()  # warm-up
                     samples += _timed(work, args.rounds)
                 p50, p95 = _percentiles(samples)

@@ -254,20 +254,22 @@ class AccessGuard:
         return record
 
     def decide(self, subject: Subject, resource: Resource, action: str) -> Decision:
-        """The decision with the deciding rule and the reasons, for people to read."""
+        """The decision on a chunk, with the deciding rule and the reasons, for people to read."""
         policy = self._policy.current()
-        if action in SYSTEM_ACTIONS:
-            context = policy.enforcer.new_enforce_context("2")
-            allowed, rule = policy.enforcer.enforce_ex(context, subject, action)
-            return Decision(bool(allowed), tuple(rule))
         allowed, rule = policy.enforcer.enforce_ex(subject, resource, action)
         return Decision(bool(allowed), tuple(rule), _reasons(policy, subject, resource, action))
 
-    def require(self, subject: Subject, action: str) -> None:
-        """Raise AccessDenied unless the subject may take this system action."""
+    def decide_system(self, subject: Subject, action: str) -> Decision:
+        """The decision on an action on the system itself (ingest, review-audit, ...)."""
         if action not in SYSTEM_ACTIONS:
             raise ValueError(f"{action!r} is not a system action; use one of {SYSTEM_ACTIONS}")
-        if not self.decide(subject, _NO_RESOURCE, action).allowed:
+        enforcer = self._policy.current().enforcer
+        allowed, rule = enforcer.enforce_ex(enforcer.new_enforce_context("2"), subject, action)
+        return Decision(bool(allowed), tuple(rule))
+
+    def require(self, subject: Subject, action: str) -> None:
+        """Raise AccessDenied unless the subject may take this system action."""
+        if not self.decide_system(subject, action).allowed:
             raise AccessDenied(f"{subject.user_id} may not {action}")
 
     def request_break_glass(
@@ -278,9 +280,6 @@ class AccessGuard:
 
     def end_break_glass(self, subject: Subject) -> bool:
         return self._ledger.end(subject.user_id, subject.user_id)
-
-
-_NO_RESOURCE = Resource(doc_id="", departments=(), sensitivity="restricted", owner="")
 
 
 def _reasons(
