@@ -81,10 +81,11 @@ class WeightedRGCNConv(MessagePassing):
 
     def forward_aggregated(self, aggregated: Aggregated) -> Tensor:
         out = aggregated.x @ self.root + self.bias
-        for relation, nodes, mean in zip(
-            aggregated.relations, aggregated.targets, aggregated.means, strict=True
-        ):
-            out = out.index_add(0, nodes, mean @ self.weight[relation])
+        # One gather of the relations that occur, not an index per relation: each
+        # index's backward would fill a zero tensor the size of every relation's weights.
+        weights = self.weight[list(aggregated.relations)].unbind(0)
+        for weight, nodes, mean in zip(weights, aggregated.targets, aggregated.means, strict=True):
+            out = out.index_add(0, nodes, mean @ weight)
         return out
 
     def forward(
