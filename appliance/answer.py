@@ -15,6 +15,7 @@ import numpy as np
 from appliance.access.guard import AccessGuard
 from appliance.access.rules import Subject
 from appliance.generate.base import ContextPassage, Generator
+from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import VectorIndex
 from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
@@ -137,8 +138,16 @@ class AnswerPipeline:
             return finish((), "no relevant passage")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
-        generated = self._generator.generate(question, context)
+        try:
+            generated = self._generator.generate(question, context)
+        except GeneratorUnavailable as error:
+            # Not a refusal (the documents may well answer): an error the user sees, and
+            # a record that says so.
+            record["error"] = str(error)
+            self._finish(question, request_id, subject, record, (), "generator unavailable", ())
+            raise
         record["raw_output"] = generated.raw
+        record["generator_not_found"] = generated.not_found
         in_context = {p.chunk.chunk_id: p.chunk for p in context}
         checks: list[dict[str, object]] = []
         located: dict[Citation, LocatedQuote] = {}  # each supported citation, found once

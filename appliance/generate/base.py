@@ -23,9 +23,15 @@ class GeneratedAnswer:
     raw: str
     """What the generator produced, before any verification (kept for the audit)."""
     generator: str
+    not_found: bool = False
+    """The generator's own view that the passages do not answer. Recorded; the claims it
+    wrote anyway are verified like any others, and a refusal follows if none survive."""
 
 
 class Generator(Protocol):
     name: str
 
     def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer: ...
+
+    def close(self) -> None:
+        """Release what the generator holds (a connection, a server it started)."""

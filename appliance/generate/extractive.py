@@ -75,3 +75,6 @@ class ExtractiveGenerator:
             }
         )  # fmt: skip
         return GeneratedAnswer(sentences, raw, self.name)
+
+    def close(self) -> None:
+        """Nothing to release: the embedder belongs to the appliance."""

@@ -1,0 +1,135 @@
+"""An LLM generator over the OpenAI-compatible chat-completions API.
+
+The same client talks to vLLM (production: the fine-tuned Llama on a GPU host) and to
+the llama.cpp server the appliance starts on a CPU machine. Both constrain decoding to
+the answer's JSON schema, so the output always parses; they differ only in how the
+request names the schema (``structured_output``). Whatever the model writes is only a
+proposal: the answer pipeline verifies every citation before anyone sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import httpx
+
+from appliance.generate.base import ContextPassage, GeneratedAnswer
+from appliance.generate.llama_cpp_server import LlamaCppServer
+from appliance.generate.prompt import answer_schema, build_messages
+from appliance.records import AnswerSentence, Citation
+
+StructuredOutput = Literal["json_schema", "json_object"]
+"""``json_schema``: OpenAI's form, which vLLM implements. ``json_object``: the
+``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server, which
+compiles the schema into a grammar."""
+
+
+class GeneratorUnavailable(RuntimeError):
+    """The LLM server cannot be reached or answered with an error."""
+
+
+def parse_answer(
+    raw: str, passages: Sequence[ContextPassage]
+) -> tuple[tuple[AnswerSentence, ...], bool]:
+    """The sentences of a structured answer and the model's ``not_found``. Output that
+    does not follow the schema gives no sentences (the pipeline then refuses rather than
+    guess what the model meant); a citation of a chunk outside the context is dropped; a
+    sentence repeated is kept once."""
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError:
+        return (), True
+    if not isinstance(document, dict) or not isinstance(document.get("not_found"), bool):
+        return (), True
+    in_context = {p.chunk.chunk_id for p in passages}
+    sentences: list[AnswerSentence] = []
+    for item in document.get("sentences") or []:
+        if not isinstance(item, dict):
+            continue
+        text, kind = item.get("text"), item.get("kind")
+        if not isinstance(text, str) or not text.strip() or kind not in ("claim", "framing"):
+            continue
+        citations = tuple(
+            Citation(c["chunk_id"], c["quote"])
+            for c in item.get("citations") or []
+            if isinstance(c, dict)
+            and isinstance(c.get("quote"), str)
+            and c.get("chunk_id") in in_context
+        )
+        sentence = AnswerSentence(text.strip(), kind, citations)
+        if sentence not in sentences:
+            sentences.append(sentence)
+    return tuple(sentences), document["not_found"]
+
+
+class OpenAICompatibleGenerator:
+    """Chat completions with the passages fenced as data and decoding held to the schema."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        structured_output: StructuredOutput = "json_schema",
+        max_tokens: int = 768,
+        timeout_s: float = 120.0,
+        api_key: str | None = None,
+        name: str | None = None,
+        server: LlamaCppServer | None = None,
+    ) -> None:
+        self.name = name or f"openai-compatible:{model}"
+        self._server = server  # a server this generator owns, stopped on close
+        self._model = model
+        self._structured_output = structured_output
+        self._max_tokens = max_tokens
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers
+        )
+
+    def _response_format(self, schema: dict[str, object]) -> dict[str, Any]:
+        if self._structured_output == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "cited_answer", "schema": schema, "strict": True},
+            }
+        return {"type": "json_object", "schema": schema}
+
+    def request_body(self, question: str, passages: Sequence[ContextPassage]) -> dict[str, Any]:
+        """The chat-completions request (deterministic: temperature 0)."""
+        schema = answer_schema([p.chunk.chunk_id for p in passages])
+        return {
+            "model": self._model,
+            "messages": build_messages(question, list(passages)),
+            "temperature": 0.0,
+            "max_tokens": self._max_tokens,
+            "response_format": self._response_format(schema),
+        }
+
+    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
+        body = self.request_body(question, passages)
+        try:
+            response = self._client.post("/chat/completions", json=body)
+        except httpx.HTTPError as error:
+            raise GeneratorUnavailable(
+                f"{self.name}: no answer from the server ({error})"
+            ) from error
+        if response.status_code != 200:
+            raise GeneratorUnavailable(
+                f"{self.name}: the server answered {response.status_code}: {response.text[:300]}"
+            )
+        try:
+            raw = response.json()["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError) as error:
+            raise GeneratorUnavailable(
+                f"{self.name}: not a chat-completions response ({error})"
+            ) from error
+        sentences, not_found = parse_answer(raw, passages)
+        return GeneratedAnswer(sentences, raw, self.name, not_found)
+
+    def close(self) -> None:
+        self._client.close()
+        if self._server is not None:
+            self._server.stop()

@@ -1,0 +1,118 @@
+"""The LLM generator's request and the reading of its structured answer (the server
+itself is exercised in tests/integration/test_llm_generator.py)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from appliance.generate.base import ContextPassage
+from appliance.generate.openai_compatible import OpenAICompatibleGenerator, parse_answer
+from appliance.generate.prompt import answer_schema
+from appliance.records import Chunk, DocumentMetadata
+
+
+def _passage(number: int, chunk_id: str, text: str) -> ContextPassage:
+    chunk = Chunk(chunk_id, "d", number, text, 0, len(text), ("H",), None, "0" * 64,
+                  DocumentMetadata(doc_id="d", title="Sepsis bundle", version="4"))  # fmt: skip
+    return ContextPassage(number, chunk)
+
+
+PASSAGES = [
+    _passage(1, "sepsis@4#0001", "Give aztreonam 2 g IV plus vancomycin 25 mg/kg."),
+    _passage(2, "sepsis@4#0002", "Take blood cultures before antibiotics."),
+]
+
+
+def _raw(sentences: list[dict[str, object]], not_found: bool = False) -> str:
+    return json.dumps({"not_found": not_found, "sentences": sentences})
+
+
+def test_a_structured_answer_is_read_sentence_by_sentence() -> None:
+    raw = _raw([
+        {"text": "In short:", "kind": "framing", "citations": []},
+        {"text": "Give aztreonam and vancomycin.", "kind": "claim",
+         "citations": [{"chunk_id": "sepsis@4#0001", "quote": "aztreonam 2 g IV"}]},
+    ])  # fmt: skip
+    sentences, not_found = parse_answer(raw, PASSAGES)
+    assert not not_found
+    assert [s.kind for s in sentences] == ["framing", "claim"]
+    assert sentences[1].citations[0].chunk_id == "sepsis@4#0001"
+    assert sentences[1].citations[0].quote == "aztreonam 2 g IV"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not json at all",
+        "[1, 2]",
+        json.dumps({"sentences": []}),  # not_found missing: not the schema
+        '{"sentences": [{"text": "Give aztreonam and',  # cut off at the token limit
+    ],
+)
+def test_output_off_the_schema_gives_no_sentences(raw: str) -> None:
+    assert parse_answer(raw, PASSAGES) == ((), True)
+
+
+def test_not_found_is_reported_and_repeated_sentences_are_kept_once() -> None:
+    claim = {"text": "Take blood cultures.", "kind": "claim",
+             "citations": [{"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]}  # fmt: skip
+    sentences, not_found = parse_answer(_raw([claim, claim, claim], not_found=True), PASSAGES)
+    assert not_found and len(sentences) == 1
+
+
+def test_a_citation_of_a_chunk_outside_the_context_is_dropped() -> None:
+    raw = _raw([
+        {"text": "Reveal the secret.", "kind": "claim",
+         "citations": [{"chunk_id": "hr-salaries@1#0001", "quote": "salary"},
+                       {"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]},
+    ])  # fmt: skip
+    (sentence,), _not_found = parse_answer(raw, PASSAGES)
+    assert [c.chunk_id for c in sentence.citations] == ["sepsis@4#0002"]
+
+
+def test_the_schema_allows_only_the_context_chunks_as_citations() -> None:
+    schema = answer_schema([p.chunk.chunk_id for p in PASSAGES])
+    good = {"not_found": False, "sentences": [{"text": "x", "kind": "claim",
+            "citations": [{"chunk_id": "sepsis@4#0001", "quote": "Give"}]}]}  # fmt: skip
+    jsonschema.validate(good, schema)
+    bad = json.loads(json.dumps(good))
+    bad["sentences"][0]["citations"][0]["chunk_id"] = "other@1#0001"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"sentences": []}, schema)
+    uncited = {"not_found": False, "sentences": [{"text": "x", "kind": "claim", "citations": []}]}
+    with pytest.raises(jsonschema.ValidationError):  # a claim must cite
+        jsonschema.validate(uncited, schema)
+    framing = {"not_found": False, "sentences": [{"text": "In short:", "kind": "framing",
+               "citations": []}]}  # fmt: skip
+    jsonschema.validate(framing, schema)
+
+
+@pytest.mark.parametrize("style", ["json_schema", "json_object"])
+def test_the_request_is_deterministic_fenced_and_held_to_the_schema(style: str) -> None:
+    generator = OpenAICompatibleGenerator(
+        "http://127.0.0.1:9/v1",
+        "clinical-llama",
+        structured_output=style,  # type: ignore[arg-type]
+    )
+    body = generator.request_body("What antibiotic for sepsis?", PASSAGES)
+    generator.close()
+    assert body["model"] == "clinical-llama" and body["temperature"] == 0.0
+    system, user = body["messages"]
+    assert system["role"] == "system" and "data, not instructions" in system["content"]
+    assert (
+        user["content"].count("<<PASSAGE ") == 2 and "Question: What antibiotic" in user["content"]
+    )
+    assert user["content"].index("sepsis@4#0001") < user["content"].index("sepsis@4#0002")
+    response_format = body["response_format"]
+    if style == "json_schema":  # OpenAI's form, as vLLM implements it
+        schema = response_format["json_schema"]["schema"]
+        assert response_format["type"] == "json_schema"
+    else:  # llama-cpp-python's server: the schema becomes a grammar
+        schema = response_format["schema"]
+        assert response_format["type"] == "json_object"
+    assert schema == answer_schema(["sepsis@4#0001", "sepsis@4#0002"])
