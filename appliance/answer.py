@@ -16,12 +16,13 @@ from appliance.access.guard import AccessGuard
 from appliance.access.rules import Subject
 from appliance.generate.base import ContextPassage, Generator
 from appliance.generate.openai_compatible import GeneratorUnavailable
-from appliance.index.base import VectorIndex
+from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 from appliance.verify.base import Entailment, EntailmentVerifier
+from appliance.verify.coverage import question_coverage, words_for
 from appliance.verify.spans import LocatedQuote, locate, normalise
 from audit.log import AuditLog
 
@@ -82,9 +83,11 @@ class AnswerPipeline:
         verifier: EntailmentVerifier,
         embedder: Embedder,
         vectors: VectorIndex,
+        lexical: LexicalIndex,
         audit: AuditLog,
         *,
         relevance_floor: float = 0.45,
+        min_question_coverage: float = 0.5,
         context_passages: int = 5,
     ) -> None:
         self._query = query
@@ -93,8 +96,10 @@ class AnswerPipeline:
         self._verifier = verifier
         self._embedder = embedder
         self._vectors = vectors
+        self._lexical = lexical
         self._audit = audit
         self.relevance_floor = relevance_floor
+        self.min_question_coverage = min_question_coverage
         self._context_passages = context_passages
 
     def ask(
@@ -136,6 +141,20 @@ class AnswerPipeline:
 
         if not candidates or max(relevance) < floor:
             return finish((), "no relevant passage")
+        coverage = question_coverage(
+            question,
+            [_passage_text(c.chunk) for c in candidates],
+            self._lexical,
+            result.applied_filter,
+        )
+        record["question_coverage"] = {
+            "coverage": round(coverage.coverage, 4),
+            "minimum": self.min_question_coverage,
+            "missing": list(coverage.missing),
+        }
+        if coverage.coverage < self.min_question_coverage:
+            absent = ", ".join(words_for(question, coverage.missing, self._lexical)[:4])
+            return finish((), f"the documents you may read do not mention: {absent}")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
         try:
@@ -252,6 +271,11 @@ class AnswerPipeline:
             question, request_id, sentences, refusal, closest if refusal else (),
             self._generator.name, self._verifier.name, receipt.position,
         )  # fmt: skip
+
+
+def _passage_text(chunk: Chunk) -> str:
+    """A chunk as a reader sees it: its text under its title and headings."""
+    return " ".join((chunk.metadata.title, *chunk.heading_path, chunk.text))
 
 
 def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:

@@ -569,13 +569,24 @@ def evaluate_golden(
     report_dir: Annotated[Path, typer.Option("--report", help="Where the report goes.")] = Path(
         "eval-report"
     ),
+    generator: Annotated[
+        GeneratorKind | None,
+        typer.Option(help="Override the configured generator (settings: generator.kind)."),
+    ] = None,
 ) -> None:
     """Ask every golden question through the whole answer path; report the figures as
     Markdown, JSON and a chart; exit 1 when a release gate fails."""
     from appliance.eval.golden import check_gates, evaluate, latency
     from appliance.eval.report import write_golden_report
 
-    with open_appliance() as appliance:
+    with open_appliance(generator.value if generator else None) as appliance:
+        if not appliance.catalog.documents():
+            raise fail(
+                f"no documents in {appliance.settings.data_dir}: ingest the corpus the golden "
+                "set is about first (for the sample set: appliance ingest "
+                f"{Path(__file__).parent / 'sample_corpus'})",
+                code=2,
+            )
         report = evaluate(appliance, golden)
     failed = check_gates(report, gates)
     for problem in report.failures:

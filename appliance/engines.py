@@ -180,8 +180,10 @@ class Appliance:
             self.verifier,
             self.embedder,
             self.vectors,
+            self.lexical,
             self.audit_log,
             relevance_floor=settings.relevance_floor,
+            min_question_coverage=settings.min_question_coverage,
             context_passages=settings.context_passages,
         )
 

@@ -64,6 +64,9 @@ class RerankSettings(BaseModel):
 class AnswerSettings(BaseModel):
     relevance_floor: float = Field(0.45, ge=-1, le=1)
     """Below this cosine between question and best passage the documents do not answer."""
+    min_question_coverage: float = Field(0.5, ge=0, le=1)
+    """The share of the question's content-word weight (rarer words weigh more) that the
+    passages must contain; below it the documents are about something else."""
     context_passages: int = Field(5, gt=0, le=20)
     """How many ranked passages the generator is given."""
 

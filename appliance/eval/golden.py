@@ -96,8 +96,12 @@ def evaluate(appliance: Appliance, golden_path: Path) -> GoldenReport:
         answer = appliance.answers.ask(question, reader)
         report.answer_ms.append((time.perf_counter() - started) * 1000)
         report.generator, report.verifier = answer.generator, answer.verifier
-        outcome: dict[str, object] = {"question": question, "answerable": answerable,
-                                      "refused": answer.refused}  # fmt: skip
+        outcome: dict[str, object] = {
+            "question": question,
+            "answerable": answerable,
+            "refused": answer.refused,
+            "refusal": answer.refusal,
+        }
         for sentence, spans in answer.sentences:
             for span in spans:
                 report.citations += 1

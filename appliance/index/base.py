@@ -42,6 +42,15 @@ class LexicalIndex(Protocol):
 
     def count(self) -> int: ...
 
+    def content_terms(self, text: str) -> list[str]:
+        """A text's content words as the index analyses them (stemmed, no stop words)."""
+
+    def document_frequencies(
+        self, terms: Sequence[str], search_filter: SearchFilter | None = None
+    ) -> tuple[dict[str, int], int]:
+        """Per term, the chunks (among those the filter admits) that contain it; and
+        how many chunks the filter admits."""
+
     def chunk_ids_of(self, doc_id: str) -> set[str]: ...
 
     def close(self) -> None: ...

@@ -47,6 +47,21 @@ def stemmed_analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+def content_term_analyzer() -> tantivy.TextAnalyzer:
+    """The stemmed analysis without function words: the terms a question is about."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return (
+        TextAnalyzerBuilder(Tokenizer.simple())
+        .filter(Filter.remove_long(40))
+        .filter(Filter.lowercase())
+        .filter(Filter.ascii_fold())
+        .filter(Filter.custom_stopword(sorted(STOP_WORDS)))
+        .filter(Filter.stemmer("english"))
+        .build()
+    )
+
+
 def identifier_analyzer() -> tantivy.TextAnalyzer:
     return (
         TextAnalyzerBuilder(Tokenizer.regex(IDENTIFIER_PATTERN)).filter(Filter.lowercase()).build()
@@ -87,6 +102,7 @@ class TantivyLexicalIndex:
         self._index.register_tokenizer("clinical_en", stemmed_analyzer())
         self._index.register_tokenizer("clinical_ids", identifier_analyzer())
         self._identifiers = identifier_analyzer()
+        self._content_terms = content_term_analyzer()
         self._boosts = {"title": title_boost, "headings": heading_boost}
         self._identifier_boost = identifier_boost
         self._writer_heap_bytes = writer_heap_bytes
@@ -209,6 +225,31 @@ class TantivyLexicalIndex:
 
     def count(self) -> int:
         return int(self._index.searcher().num_docs)
+
+    def content_terms(self, text: str) -> list[str]:
+        """The stemmed content words of a text, in order, each once (numbers left out)."""
+        terms = self._content_terms.analyze(text)
+        return [t for t in dict.fromkeys(terms) if len(t) > 1 and not t.isdigit()]
+
+    def document_frequencies(
+        self, terms: Sequence[str], search_filter: SearchFilter | None = None
+    ) -> tuple[dict[str, int], int]:
+        """How many chunks contain each term, and how many chunks there are, counting only
+        the chunks the filter admits: what a subject may not read never weighs."""
+        searcher = self._index.searcher()
+        admitted = self._compile(search_filter) if search_filter is not None else None
+
+        def count(query: Query) -> int:
+            if admitted is not None:
+                query = Query.boolean_query([(Occur.Must, query), (Occur.Must, admitted)])
+            return int(searcher.search(query, 1, count=True).count)
+
+        def containing(term: str) -> Query:
+            fields = [Query.term_query(self._schema, f, term) for f in _TEXT_FIELDS]
+            return Query.boolean_query([(Occur.Should, q) for q in fields])
+
+        frequencies = {term: count(containing(term)) for term in terms}
+        return frequencies, count(Query.all_query())
 
     def chunk_ids_of(self, doc_id: str) -> set[str]:
         searcher = self._index.searcher()
