@@ -1,24 +1,30 @@
 """The golden-set evaluation of the whole answer path, with release gates.
 
 A golden file has one question per line: ``{"question", "doc_id", "quote"}`` for a
-question the corpus answers (the quote locates the gold chunk), or ``{"question",
-"answerable": false}`` for one it does not. Each question is asked as a reader who
-may see every ingested document, so that the figures measure retrieval, generation
-and verification rather than the policy.
+question the corpus answers (the quote locates the gold chunk), ``{"question", "gold":
+[{"doc_id", "quote"}, ...]}`` for one whose answer needs several passages, or
+``{"question", "answerable": false}`` for one it does not. ``as_of`` (a day) asks with
+the documents in force that day; ``kinds`` tags a question (identifier, negation,
+date-range, two-document, ...) and the report gives each kind's figures. Each question
+is asked as a reader who may see every ingested document, so that the figures measure
+retrieval, generation and verification rather than the policy.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import statistics
 import time
 import tomllib
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.access.rules import Subject
 from appliance.engines import Appliance
+from appliance.index.filters import ActiveOn
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 
@@ -43,6 +49,21 @@ class GoldenReport:
     failures: list[str] = field(default_factory=list)
     per_question: list[dict[str, object]] = field(default_factory=list)
 
+    def by_kind(self) -> dict[str, dict[str, float]]:
+        """Per question kind: how many, answered with every gold quote, refused."""
+        grouped: dict[str, list[dict[str, object]]] = defaultdict(list)
+        for outcome in self.per_question:
+            for kind in outcome.get("kinds") or ["plain"]:  # type: ignore[union-attr]
+                grouped[str(kind)].append(outcome)
+        return {
+            kind: {
+                "questions": len(rows),
+                "contains_gold": _share(r.get("contains_gold") is True for r in rows),
+                "refused": _share(r["refused"] is True for r in rows),
+            }
+            for kind, rows in sorted(grouped.items())
+        }
+
     def figures(self) -> dict[str, float]:
         return {
             name: getattr(self, name)
@@ -52,6 +73,11 @@ class GoldenReport:
                 "answer_token_f1", "correct_refusal_rate", "false_refusal_rate",
             )
         }  # fmt: skip
+
+
+def _share(flags: object) -> float:
+    values = list(flags)  # type: ignore[call-overload]
+    return sum(values) / len(values) if values else 0.0
 
 
 def latency(report: GoldenReport) -> dict[str, float]:
@@ -92,16 +118,21 @@ def evaluate(appliance: Appliance, golden_path: Path) -> GoldenReport:
     for row in rows:
         question = row["question"]
         answerable = row.get("answerable", True)
+        day = dt.date.fromisoformat(row["as_of"]) if "as_of" in row else None
+        in_force = ActiveOn(day) if day else None
         started = time.perf_counter()
-        answer = appliance.answers.ask(question, reader)
+        answer = appliance.answers.ask(question, reader, in_force, in_force_on=day)
         report.answer_ms.append((time.perf_counter() - started) * 1000)
         report.generator, report.verifier = answer.generator, answer.verifier
         outcome: dict[str, object] = {
             "question": question,
             "answerable": answerable,
+            "kinds": row.get("kinds", []),
             "refused": answer.refused,
             "refusal": answer.refusal,
         }
+        if day:
+            outcome["as_of"] = row["as_of"]
         for sentence, spans in answer.sentences:
             for span in spans:
                 report.citations += 1
@@ -114,25 +145,34 @@ def evaluate(appliance: Appliance, golden_path: Path) -> GoldenReport:
             continue
         report.answerable += 1
         refusals_false.append(answer.refused)
-        gold = {
-            chunk_id
-            for chunk_id, chunk in catalog.chunks(
-                sorted(catalog.chunk_ids_of(row["doc_id"]))
-            ).items()
-            if row["quote"] in chunk.index_text
-        }
+        golds = row.get("gold") or [{"doc_id": row["doc_id"], "quote": row["quote"]}]
+        gold: set[str] = set()
+        for expected in golds:
+            found = {
+                chunk_id
+                for chunk_id, chunk in catalog.chunks(
+                    sorted(catalog.chunk_ids_of(expected["doc_id"]))
+                ).items()
+                if expected["quote"] in chunk.index_text
+            }
+            if not found:
+                report.failures.append(
+                    f"golden quote not found in {expected['doc_id']}: {expected['quote']!r}"
+                )
+            gold |= found
         if not gold:
-            report.failures.append(f"golden quote not found in {row['doc_id']}: {row['quote']!r}")
             continue
-        fused = appliance.retriever.retrieve(question, 10)
+        fused = appliance.retriever.retrieve(question, 10, in_force)
         recalls.append(any(c.chunk.chunk_id in gold for c in fused))
-        ranked = appliance.query.run(question, reader, 10).candidates
+        ranked = appliance.query.run(question, reader, 10, in_force).candidates
         rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
         reciprocal_ranks.append(1 / rank if rank else 0.0)
         text = " ".join(s.text for s, _ in answer.sentences)
-        contains.append(row["quote"] in text)
-        f1s.append(token_f1(text, row["quote"]) if text else 0.0)
-        outcome.update(gold_rank_after_rerank=rank, answer=text, contains_gold=row["quote"] in text)
+        has_all = all(expected["quote"] in text for expected in golds)
+        contains.append(has_all)
+        quotes = " ".join(expected["quote"] for expected in golds)
+        f1s.append(token_f1(text, quotes) if text else 0.0)
+        outcome.update(gold_rank_after_rerank=rank, answer=text, contains_gold=has_all)
         report.per_question.append(outcome)
 
     def mean(values: list[bool] | list[float]) -> float:

@@ -115,12 +115,23 @@ def write_golden_report(
         "",
         "Gates: " + ("all pass" if not failed_gates else "; ".join(failed_gates)),
         "",
-        "| question | answerable | refused | gold rank after rerank | answer contains gold |",
-        "|---|---|---|---|---|",
+        "| kind | questions | answer contains every gold quote | refused |",
+        "|---|---|---|---|",
+        *[
+            f"| {kind} | {row['questions']} | {row['contains_gold']:.3f} | {row['refused']:.3f} |"
+            for kind, row in report.by_kind().items()
+        ],
+        "",
+        "| question | kinds | answerable | refused (why) | gold rank after rerank "
+        "| answer contains gold |",
+        "|---|---|---|---|---|---|",
     ]
     for row in report.per_question:
+        why = f" ({row['refusal']})" if row["refused"] else ""
+        kinds = ", ".join(row.get("kinds") or [])  # type: ignore[arg-type]
+        as_of = f" (as of {row['as_of']})" if row.get("as_of") else ""
         lines.append(
-            f"| {row['question']} | {row['answerable']} | {row['refused']} | "
+            f"| {row['question']}{as_of} | {kinds} | {row['answerable']} | {row['refused']}{why} | "
             f"{row.get('gold_rank_after_rerank', '')} | {row.get('contains_gold', '')} |"
         )
     table = out / "golden.md"
@@ -129,7 +140,7 @@ def write_golden_report(
     data.write_text(
         json.dumps({"command": command, "figures": figures, "failed_gates": failed_gates,
                     "generator": report.generator, "verifier": report.verifier,
-                    "latency": latency(report),
+                    "latency": latency(report), "by_kind": report.by_kind(),
                     "per_question": report.per_question}, indent=2, default=str) + "\n",
         encoding="utf-8",
     )  # fmt: skip
