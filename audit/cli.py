@@ -12,14 +12,13 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from audit.checkpoints import Checkpoint, load_public_key
 from audit.index import AuditIndex, Query
 from audit.log import AuditLog
 from audit.merkle import verify_inclusion
-from audit.reader import LogReader
+from audit.reader import LogReader, exported
 from audit.store import PUBLIC_KEY_FILE
 from audit.verify import verify_log
 
@@ -157,7 +156,7 @@ def _show(directory: Path, args: argparse.Namespace) -> int:
 def _export(directory: Path, args: argparse.Namespace) -> int:
     reader = LogReader(directory)
     latest = reader.latest_checkpoint()
-    rows = list(_exported(reader, latest, args.since, args.until))
+    rows = list(exported(reader, latest, args.since, args.until))
     output = args.output.open("w", newline="") if args.output else sys.stdout
     try:
         if args.format == "jsonl":
@@ -181,27 +180,6 @@ def _export(directory: Path, args: argparse.Namespace) -> int:
         if args.output:
             output.close()
     return 0
-
-
-def _exported(
-    reader: LogReader, latest: Checkpoint | None, since: str | None, until: str | None
-) -> Iterator[dict]:  # type: ignore[type-arg]
-    for record in reader.records():
-        entry = json.loads(record.entry)
-        if (since and entry["time"] < since) or (until and entry["time"] >= until):
-            continue
-        covered = latest is not None and record.position < latest.size
-        size = latest.size if covered and latest else reader.levels().size
-        proof = reader.inclusion_proof(record.position, size)
-        yield {
-            "entry": record.position,
-            "entry_json": entry,
-            "leaf_hash": record.leaf_hash.hex(),
-            "tree_size": size,
-            "root": proof.root.hex(),
-            "proof": [h.hex() for h in proof.path],
-            "checkpoint_signature": latest.signature if covered and latest else "",
-        }
 
 
 def _query(directory: Path, args: argparse.Namespace) -> int:

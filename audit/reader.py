@@ -6,6 +6,7 @@ the log handed to an auditor as well as on the live one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,3 +76,26 @@ class LogReader:
         (so the proof ends at a signed root), else the whole log."""
         covering = [c.size for c in self.checkpoints() if c.size > position]
         return covering[-1] if covering else self.levels().size
+
+
+def exported(
+    reader: LogReader, latest: Checkpoint | None, since: str | None, until: str | None
+) -> Iterator[dict]:  # type: ignore[type-arg]
+    """The entries of a time range, each with its inclusion proof in the tree the latest
+    signed checkpoint covers (or the current tree, for entries after it)."""
+    for record in reader.records():
+        entry = json.loads(record.entry)
+        if (since and entry["time"] < since) or (until and entry["time"] >= until):
+            continue
+        covered = latest is not None and record.position < latest.size
+        size = latest.size if covered and latest else reader.levels().size
+        proof = reader.inclusion_proof(record.position, size)
+        yield {
+            "entry": record.position,
+            "entry_json": entry,
+            "leaf_hash": record.leaf_hash.hex(),
+            "tree_size": size,
+            "root": proof.root.hex(),
+            "proof": [h.hex() for h in proof.path],
+            "checkpoint_signature": latest.signature if covered and latest else "",
+        }
