@@ -77,10 +77,12 @@ class AuditTrail:
 
     # -- documents ----------------------------------------------------------------------
 
-    def ingested(self, metadata: DocumentMetadata, chunk_ids: Sequence[str]) -> Receipt:
+    def ingested(
+        self, metadata: DocumentMetadata, chunk_ids: Sequence[str], actor: str | None = None
+    ) -> Receipt:
         return self._log.append(
             "ingestion",
-            _operator(),
+            actor or _operator(),
             [],
             {
                 "doc_id": metadata.doc_id,
@@ -96,5 +98,5 @@ class AuditTrail:
 
 
 def _operator() -> str:
-    """Who runs ingestion from this process (the services pass the signed-in user later)."""
+    """Who runs ingestion from the command line: the operating-system account."""
     return f"os:{getpass.getuser()}"

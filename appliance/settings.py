@@ -89,6 +89,26 @@ class GeneratorSettings(BaseModel):
     threads: int | None = Field(None, gt=0)
 
 
+class ServiceSettings(BaseModel):
+    """The web services (``appliance serve``)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, gt=0, lt=65536)
+    secure_cookies: bool = True
+    """Session and CSRF cookies only over HTTPS (browsers treat localhost as secure)."""
+    session_hours: float = Field(8.0, gt=0, le=24)
+    jwks_file: Path | None = None
+    """The identity provider's signing keys (a JWKS file): bearer tokens are checked
+    against it, with no network fetch. None: bearer tokens are refused."""
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    max_request_bytes: int = Field(64 * 1024, gt=0)
+    """Any request body but an upload."""
+    max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    login_per_minute: int = Field(10, gt=0)
+    ask_per_minute: int = Field(120, gt=0)
+
+
 class AuditSettings(BaseModel):
     checkpoint_every: int = Field(1000, gt=0)
     """Sign a checkpoint at least every this many entries ..."""
@@ -121,6 +141,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
+    services: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -41,6 +41,7 @@ class Query:
     doc_id: str | None = None
     chunk_id: str | None = None
     limit: int = 100
+    request_id: str | None = None
 
 
 class AuditIndex:
@@ -82,7 +83,11 @@ class AuditIndex:
     def positions(self, query: Query) -> list[int]:
         self.catch_up()
         clauses, values = [], []
-        for column, value in (("e.user", query.user), ("e.type", query.event_type)):
+        for column, value in (
+            ("e.user", query.user),
+            ("e.type", query.event_type),
+            ("e.request_id", query.request_id),
+        ):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 values.append(value)

@@ -40,15 +40,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def audit_entries(data_dir: Path, event_type: str) -> list[dict]:  # type: ignore[type-arg]
-    """The entries of one type in a data directory's audit log, oldest first."""
+def audit_entries(data_dir: Path, event_type: str | None = None) -> list[dict]:  # type: ignore[type-arg]
+    """The entries (of one type, or all) in a data directory's audit log, oldest first."""
     import json
 
     from audit.reader import LogReader
 
     records = LogReader(data_dir / "audit").records()
     entries = [json.loads(r.entry) for r in records]
-    return [e for e in entries if e["type"] == event_type]
+    return [e for e in entries if event_type is None or e["type"] == event_type]
 
 
 def make_settings(data_dir: Path, **overrides: object) -> Settings:

@@ -87,7 +87,9 @@ def discover(paths: Iterable[Path]) -> list[Path]:
 class DocumentTrail(Protocol):
     """Where each indexed or removed document is recorded (the audit log)."""
 
-    def ingested(self, metadata: DocumentMetadata, chunk_ids: Sequence[str]) -> object: ...
+    def ingested(
+        self, metadata: DocumentMetadata, chunk_ids: Sequence[str], actor: str | None = None
+    ) -> object: ...
 
     def removed(self, doc_id: str) -> object: ...
 
@@ -129,8 +131,10 @@ class Ingestor:
         *,
         defaults: Mapping[str, object] | None = None,
         on_outcome: Callable[[DocumentOutcome], None] | None = None,
+        actor: str | None = None,
     ) -> IngestReport:
-        """Ingest files and folders; documents an interrupted run left pending are redone."""
+        """Ingest files and folders; documents an interrupted run left pending are redone.
+        ``actor`` (a signed-in user) is who the audit trail says ingested them."""
         report = IngestReport()
         defaults = dict(defaults or {})
 
@@ -161,10 +165,10 @@ class Ingestor:
                 continue
             batch.append(prepared)
             if len(batch) >= self._batch_documents:
-                self._write(batch, record)
+                self._write(batch, record, actor)
                 batch = []
         if batch:
-            self._write(batch, record)
+            self._write(batch, record, actor)
         return report
 
     def _prepare(
@@ -226,7 +230,12 @@ class Ingestor:
             path, metadata, source_sha256, fingerprint, parsed.text, chunks, previous is None
         )
 
-    def _write(self, batch: list[_Prepared], record: Callable[[DocumentOutcome], None]) -> None:
+    def _write(
+        self,
+        batch: list[_Prepared],
+        record: Callable[[DocumentOutcome], None],
+        actor: str | None = None,
+    ) -> None:
         """Write a batch: catalog pending, stores replaced and committed, catalog indexed."""
         all_chunks = [chunk for prepared in batch for chunk in prepared.chunks]
         try:
@@ -261,7 +270,7 @@ class Ingestor:
             own_graphs = {c.chunk_id: graphs[c.chunk_id] for c in p.chunks if c.chunk_id in graphs}
             self._catalog.mark_indexed(p.metadata.doc_id, p.text, p.chunks, own_graphs)
             if self._trail is not None:
-                self._trail.ingested(p.metadata, [c.chunk_id for c in p.chunks])
+                self._trail.ingested(p.metadata, [c.chunk_id for c in p.chunks], actor)
             record(
                 DocumentOutcome(
                     p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)

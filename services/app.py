@@ -1,0 +1,128 @@
+"""The Litestar application: the JSON API, the clinician's and the compliance officer's
+pages, health, readiness and Prometheus metrics, behind sessions, CSRF, security headers,
+body-size limits and rate limits.
+
+    appliance serve            # http://127.0.0.1:8080
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from litestar import Litestar, Request, Response, Router
+from litestar.config.csrf import CSRFConfig
+from litestar.exceptions import HTTPException
+from litestar.middleware import DefineMiddleware
+from litestar.middleware.rate_limit import RateLimitConfig
+from litestar.middleware.session.server_side import ServerSideSessionConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from litestar.static_files import create_static_files_router
+from litestar.stores.memory import MemoryStore
+
+from appliance.engines import Appliance
+from appliance.settings import Settings
+from services.api import API_HANDLERS, ask, upload
+from services.pages import PAGE_HANDLERS, STATIC, login
+from services.security import (
+    SESSION_COOKIE,
+    CSRFUnlessBearerMiddleware,
+    HardeningMiddleware,
+    RequestIdFilter,
+)
+from services.state import ServiceState
+
+log = logging.getLogger("services")
+
+
+def _secret(path: Path) -> str:
+    """A per-installation secret (CSRF tokens), created once, readable by the owner only."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+def _log_errors(request: Request, error: Exception) -> Response[dict[str, object]]:
+    """Unexpected errors: logged with the request id, answered without internals."""
+    if isinstance(error, HTTPException):
+        body: dict[str, object] = {"status_code": error.status_code, "detail": error.detail}
+        if error.extra:  # which field failed validation, and why
+            body["extra"] = error.extra
+        return Response(body, status_code=error.status_code, headers=error.headers)
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return Response({"status_code": 500, "detail": "internal error"}, status_code=500)
+
+
+def create_app(settings: Settings | None = None, appliance: Appliance | None = None) -> Litestar:
+    settings = settings or (appliance.settings if appliance else Settings())
+    appliance = appliance or Appliance(settings)
+    service_settings = settings.services
+    state = ServiceState(appliance)
+    logging.getLogger().addFilter(RequestIdFilter())
+
+    @asynccontextmanager
+    async def lifespan(_app: Litestar) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            appliance.close()
+
+    sessions = ServerSideSessionConfig(
+        key=SESSION_COOKIE,
+        max_age=int(service_settings.session_hours * 3600),
+        secure=service_settings.secure_cookies,
+        httponly=True,
+        samesite="strict",
+    )
+    csrf = CSRFConfig(
+        secret=_secret(settings.data_dir / "services" / "csrf-secret"),
+        cookie_secure=service_settings.secure_cookies,
+        cookie_samesite="strict",
+    )
+    login_limit = RateLimitConfig(
+        rate_limit=("minute", service_settings.login_per_minute), store="login-rate"
+    )
+    ask_limit = RateLimitConfig(
+        rate_limit=("minute", service_settings.ask_per_minute), store="ask-rate"
+    )
+    others = [h for h in [*API_HANDLERS, *PAGE_HANDLERS] if h not in (ask, login, upload)]
+    app = Litestar(
+        route_handlers=[
+            *others,
+            Router("/", route_handlers=[login], middleware=[login_limit.middleware]),
+            Router("/", route_handlers=[ask], middleware=[ask_limit.middleware]),
+            Router(
+                "/",
+                route_handlers=[upload],
+                request_max_body_size=service_settings.max_upload_bytes,
+            ),
+            PrometheusController,
+            create_static_files_router(path="/static", directories=[STATIC]),
+        ],
+        middleware=[
+            DefineMiddleware(HardeningMiddleware, secure=service_settings.secure_cookies),
+            PrometheusConfig(app_name="clinical_appliance", group_path=True).middleware,
+            sessions.middleware,
+            DefineMiddleware(CSRFUnlessBearerMiddleware, config=csrf),
+        ],
+        stores={"sessions": MemoryStore(), "login-rate": MemoryStore(), "ask-rate": MemoryStore()},
+        request_max_body_size=service_settings.max_request_bytes,
+        # The schema as JSON only: the HTML viewers load scripts from CDNs.
+        openapi_config=OpenAPIConfig(
+            title="Clinical question-answering appliance",
+            version="1",
+            path="/api/schema",
+            render_plugins=[JsonRenderPlugin()],
+        ),
+        exception_handlers={Exception: _log_errors},
+        lifespan=[lifespan],
+    )
+    app.state.service = state
+    return app

@@ -1,0 +1,103 @@
+"""``appliance-web``: run the web services, manage local accounts, serve the demo."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from appliance.cli import demo as appliance_demo
+from appliance.cli_common import console, errors, fail, open_appliance
+from appliance.settings import Settings
+from services.accounts import AccountError, LocalAccounts
+from services.app import create_app
+
+app = typer.Typer(no_args_is_help=True, help=__doc__)
+accounts_app = typer.Typer(no_args_is_help=True, help="Local accounts (Argon2id hashes).")
+app.add_typer(accounts_app, name="accounts")
+
+
+def _accounts() -> LocalAccounts:
+    return LocalAccounts(Settings().access_dir / "accounts.json")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Default: settings services.host.")] = None,
+    port: Annotated[int | None, typer.Option(help="Default: settings services.port.")] = None,
+) -> None:
+    """Serve the API and both pages (one process: the engines are opened once)."""
+    settings = Settings()
+    uvicorn.run(
+        create_app(settings),
+        host=host or settings.services.host,
+        port=port or settings.services.port,
+        log_level="info",
+    )
+
+
+@accounts_app.command("set-password")
+def set_password(
+    user: Annotated[str, typer.Argument(help="A user of the subjects directory.")],
+    generate: Annotated[bool, typer.Option(help="Generate one and print it.")] = False,
+) -> None:
+    """Set a local account's password (prompted, or generated)."""
+    with open_appliance() as appliance:
+        if user not in appliance.subjects.subjects():
+            raise fail(f"no user {user!r} in {appliance.subjects.path}; add the user there first")
+    password = (
+        secrets.token_urlsafe(12)
+        if generate
+        else typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    )
+    try:
+        _accounts().set_password(user, password)
+    except AccountError as error:
+        raise fail(str(error), code=2) from None
+    console.print(f"password set for {user}" + (f": {password}" if generate else ""))
+
+
+@accounts_app.command("list")
+def list_accounts() -> None:
+    for user in _accounts().users():
+        console.print(user)
+
+
+@accounts_app.command("remove")
+def remove(user: str) -> None:
+    if not _accounts().remove(user):
+        raise fail(f"no account {user!r}")
+    console.print(f"removed the account of {user}")
+
+
+@app.command()
+def demo(
+    serve_ui: Annotated[
+        bool, typer.Option("--serve/--no-serve", help="Serve the UI after.")
+    ] = True,
+    port: int = 8080,
+) -> None:
+    """The command-line demo (ingest the sample corpus, answer a question), then one demo
+    account per role with a fresh password, printed, and the UI on http://127.0.0.1:PORT."""
+    appliance_demo()
+    accounts = _accounts()
+    with open_appliance() as appliance:
+        users = appliance.subjects.subjects()
+    console.print("\n[bold]Demo accounts[/bold] (new passwords on every start):")
+    for user_id, subject in sorted(users.items()):
+        password = secrets.token_urlsafe(12)
+        accounts.set_password(user_id, password)
+        console.print(f"  {user_id:<22} {password:<18} {', '.join(subject.roles)}")
+    if not serve_ui:
+        return
+    settings = Settings()
+    if settings.services.secure_cookies:
+        errors.print("cookies are marked Secure; browsers accept that on http://127.0.0.1")
+    console.print(f"\nserving on http://127.0.0.1:{port} (Ctrl-C stops)")
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+
+
+def main() -> None:
+    app()

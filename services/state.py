@@ -1,0 +1,62 @@
+"""What the services hold for their whole life: the appliance (opened once: models and
+stores are loaded once, and qdrant-edge admits one process per data directory), the
+local accounts, the token validator, ingestion jobs, and the last audit verification."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from appliance.engines import Appliance
+from services.accounts import LocalAccounts
+from services.identity import TokenValidator
+
+
+@dataclass(slots=True)
+class IngestJob:
+    job_id: str
+    user_id: str
+    files: list[str]
+    state: str = "queued"  # queued, running, done, failed
+    done: int = 0
+    outcomes: list[dict[str, object]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Verification:
+    at: str
+    ok: bool
+    entries: int
+    checkpoints: int
+    problems: list[str]
+
+
+class ServiceState:
+    def __init__(self, appliance: Appliance) -> None:
+        self.appliance = appliance
+        settings = appliance.settings.services
+        self.accounts = LocalAccounts(appliance.settings.access_dir / "accounts.json")
+        self.tokens = (
+            TokenValidator(settings.jwks_file, settings.jwt_issuer, settings.jwt_audience)
+            if settings.jwks_file
+            else None
+        )
+        # One question or ingestion at a time through the engines: the stores and models
+        # are shared, and the 2-core embedded default gains nothing from interleaving.
+        self.engine_lock = threading.Lock()
+        self.jobs: dict[str, IngestJob] = {}
+        self.last_verification: Verification | None = None
+        self.uploads_dir: Path = appliance.settings.data_dir / "uploads"
+
+    def new_job(self, user_id: str, files: list[str]) -> IngestJob:
+        job = IngestJob(str(uuid.uuid4()), user_id, files)
+        self.jobs[job.job_id] = job
+        return job
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

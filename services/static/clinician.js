@@ -1,0 +1,130 @@
+"use strict";
+
+let current = null; // the answer on screen
+
+function describe(span) {
+  const parts = [span.title, span.heading_path.join(" > ")];
+  if (span.page) parts.push(`page ${span.page}`);
+  parts.push(`version ${span.version}`, `effective ${span.effective_from}`);
+  return parts.join(" | ");
+}
+
+function renderAnswer(answer) {
+  const box = document.getElementById("answer");
+  box.replaceChildren();
+  box.classList.toggle("refusal", answer.refused);
+  if (answer.refused) {
+    box.append(element("h2", "The documents do not answer this question"));
+    box.append(element("p", `Reason: ${answer.refusal}`, "meta"));
+    if (answer.closest_sources.length) {
+      box.append(element("p", "Closest sources:"));
+      const list = element("ul");
+      for (const source of answer.closest_sources) {
+        list.append(element("li", `${source.title} - ${source.heading_path.join(" > ")}`));
+      }
+      box.append(list);
+    }
+  } else {
+    let number = 0;
+    const numbered = [];
+    for (const sentence of answer.sentences) {
+      const line = element("p", sentence.text, "sentence");
+      for (const span of sentence.citations) {
+        number += 1;
+        numbered.push(span);
+        const button = element("button", String(number), "cite");
+        button.type = "button";
+        button.title = describe(span);
+        button.setAttribute("aria-label", `Citation ${number}: ${describe(span)}`);
+        button.addEventListener("click", () => showSource(span, number));
+        button.addEventListener("mouseenter", () => showSource(span, number));
+        line.append(button);
+      }
+      box.append(line);
+    }
+  }
+  box.append(element("p", `Generator ${answer.generator}; verifier ${answer.verifier}; audit entry ${answer.audit_entry}`, "meta"));
+}
+
+async function showSource(span, number) {
+  const pane = document.getElementById("source");
+  let doc;
+  try {
+    doc = await api("GET", `/api/documents/${encodeURIComponent(span.doc_id)}`);
+  } catch (problem) {
+    pane.replaceChildren(element("p", `Source unavailable: ${problem.message}`, "error"));
+    return;
+  }
+  pane.replaceChildren();
+  pane.append(element("h2", `[${number}] ${doc.title}`));
+  pane.append(element("p", describe(span), "meta"));
+  if (doc.superseded_by) {
+    pane.append(element("p", `Superseded by ${doc.superseded_by}`, "superseded"));
+  }
+  const text = element("pre");
+  text.append(document.createTextNode(doc.text.slice(0, span.start)));
+  const mark = element("mark", doc.text.slice(span.start, span.end));
+  mark.id = "cited-span";
+  text.append(mark, document.createTextNode(doc.text.slice(span.end)));
+  pane.append(text);
+  mark.scrollIntoView({ block: "center" });
+}
+
+async function loadHistory() {
+  const list = document.getElementById("history");
+  list.replaceChildren();
+  for (const item of await api("GET", "/api/history")) {
+    const entry = element("li");
+    const again = element("button", item.question, "link");
+    again.type = "button";
+    again.addEventListener("click", () => { document.getElementById("question").value = item.question; });
+    entry.append(again, element("span", ` ${item.time.slice(0, 16).replace("T", " ")}`, "meta"));
+    list.append(entry);
+  }
+}
+
+async function loadMe() {
+  const me = await api("GET", "/api/me");
+  document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
+  document.getElementById("compliance-link").classList.toggle("hidden", !me.may["review-audit"]);
+  document.getElementById("break-glass-panel").classList.toggle("hidden", !me.may["request-break-glass"]);
+  const banner = document.getElementById("break-glass-banner");
+  banner.classList.toggle("hidden", !me.break_glass_until);
+  banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE until ${me.break_glass_until}: every record you open is reported.` : "";
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  await primeCsrf();
+  document.getElementById("sign-out").addEventListener("click", signOut);
+  document.getElementById("ask-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const status = document.getElementById("status");
+    status.textContent = "Searching the documents...";
+    try {
+      current = await api("POST", "/api/ask", { question: document.getElementById("question").value });
+      renderAnswer(current);
+      status.textContent = "";
+      loadHistory();
+    } catch (problem) {
+      status.textContent = problem.message;
+    }
+  });
+  document.getElementById("break-glass-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = document.getElementById("break-glass-error");
+    error.textContent = "";
+    try {
+      await api("POST", "/api/break-glass", {
+        reason: document.getElementById("break-glass-reason").value,
+        minutes: Number(document.getElementById("break-glass-minutes").value),
+      });
+      await loadMe();
+    } catch (problem) { error.textContent = problem.message; }
+  });
+  document.getElementById("break-glass-end").addEventListener("click", async () => {
+    await api("DELETE", "/api/break-glass");
+    await loadMe();
+  });
+  await loadMe();
+  await loadHistory();
+});

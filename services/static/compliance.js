@@ -1,0 +1,138 @@
+"use strict";
+
+function query() {
+  const params = new URLSearchParams();
+  const since = document.getElementById("since").value;
+  const until = document.getElementById("until").value;
+  if (since) params.set("since", since);
+  if (until) params.set("until", until);
+  for (const [name, id] of [["user", "user"], ["event_type", "event-type"], ["doc_id", "doc"]]) {
+    const value = document.getElementById(id).value.trim();
+    if (value) params.set(name, value);
+  }
+  return params;
+}
+
+async function search() {
+  const error = document.getElementById("search-error");
+  error.textContent = "";
+  const params = query();
+  const exportParams = new URLSearchParams();
+  for (const name of ["since", "until"]) if (params.get(name)) exportParams.set(name, params.get(name));
+  document.getElementById("export-link").href = `/api/audit/export?${exportParams}`;
+  let rows;
+  try { rows = await api("GET", `/api/audit/records?${params}`); }
+  catch (problem) { error.textContent = problem.message; return; }
+  const body = document.getElementById("records");
+  body.replaceChildren();
+  for (const row of rows) {
+    const line = element("tr");
+    const open = element("button", String(row.entry), "link");
+    open.type = "button";
+    open.addEventListener("click", () => showRecord(row.entry));
+    const cell = element("td");
+    cell.append(open);
+    line.append(cell, element("td", row.time.replace("T", " ").slice(0, 19)), element("td", row.type),
+                element("td", row.user), element("td", row.summary));
+    body.append(line);
+  }
+}
+
+function scoreText(scores) {
+  return Object.entries(scores || {}).map(([k, v]) => `${k} ${Number(v).toFixed(3)}`).join(", ");
+}
+
+function candidatesTable(candidates) {
+  const table = element("table");
+  const head = element("tr");
+  for (const title of ["Rank", "Chunk", "Access", "Retrievers", "Fused", "Rerank stages"]) {
+    head.append(element("th", title));
+  }
+  table.append(head);
+  candidates.forEach((c, n) => {
+    const row = element("tr");
+    const retrievers = Object.entries(c.retrievers || {})
+      .map(([name, hit]) => `${name} #${hit.rank} (${Number(hit.score).toFixed(3)})`).join(", ");
+    row.append(element("td", String(n + 1)), element("td", c.chunk_id), element("td", c.access || ""),
+               element("td", retrievers), element("td", c.fused === undefined ? "" : Number(c.fused).toFixed(4)),
+               element("td", scoreText(c.stages)));
+    table.append(row);
+  });
+  return table;
+}
+
+async function showRecord(position) {
+  const data = await api("GET", `/api/audit/records/${position}`);
+  const panel = document.getElementById("record");
+  panel.classList.remove("hidden");
+  const body = document.getElementById("record-body");
+  body.replaceChildren();
+  const entries = [{ entry: data.entry, ...data.record }, ...data.related];
+  document.getElementById("record-title").textContent = `Record ${data.entry} (${data.record.type})`;
+  for (const entry of entries) {
+    const details = entry.details || {};
+    const part = element("section");
+    part.append(element("h3", `Entry ${entry.entry}: ${entry.type} by ${entry.actor.user} at ${entry.time}`));
+    if (details.query) part.append(element("p", `Asked: ${details.query}`));
+    if (entry.type === "question") {
+      part.append(element("p", `Policy version ${details.policy_version}; models ${JSON.stringify(details.models)}`, "meta"));
+      part.append(candidatesTable(details.candidates || []));
+    }
+    if (entry.type === "answer") {
+      const verdict = details.refusal ? `Refused: ${details.refusal}` : "Answered";
+      part.append(element("p", verdict, details.refusal ? "bad" : "ok"));
+      part.append(element("p", `Generator ${details.generator}; verifier ${JSON.stringify(details.verifier)}`, "meta"));
+      for (const sentence of details.sentences || []) {
+        const cited = sentence.citations.map((c) => `${c.doc_id} v${c.version} [${c.start}-${c.end}]`).join("; ");
+        part.append(element("p", `"${sentence.text}" cites ${cited}`));
+      }
+      for (const check of details.checks || []) {
+        part.append(element("p", `Check: ${check.verdict} - ${check.sentence}`, check.verdict === "supported" ? "ok" : "bad"));
+      }
+    }
+    const raw = element("details");
+    raw.append(element("summary", "Whole record"), element("pre", JSON.stringify(entry, null, 2)));
+    part.append(raw);
+    body.append(part);
+  }
+  body.append(element("p", `Inclusion proof: tree size ${data.proof.tree_size}, root ${data.proof.root}`, "meta"));
+  panel.scrollIntoView();
+}
+
+async function loadStatus() {
+  const status = await api("GET", "/api/audit/status");
+  document.getElementById("entries").textContent = String(status.entries);
+  const cp = status.latest_checkpoint;
+  document.getElementById("checkpoint").textContent = cp ? `size ${cp.size}, signed ${cp.time}` : "none yet";
+  showVerification(status.last_verification);
+}
+
+function showVerification(result) {
+  const node = document.getElementById("verification");
+  if (!result) return;
+  node.className = result.ok ? "ok" : "bad";
+  node.textContent = result.ok
+    ? `verified: ${result.entries} entries, ${result.checkpoints} checkpoints, at ${result.at}`
+    : `FAILED at ${result.at}: ${result.problems.join("; ")}`;
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  await primeCsrf();
+  document.getElementById("sign-out").addEventListener("click", signOut);
+  const me = await api("GET", "/api/me");
+  document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
+  document.getElementById("search").addEventListener("submit", (event) => { event.preventDefault(); search(); });
+  document.getElementById("policy-changes").addEventListener("click", () => {
+    document.getElementById("event-type").value = "policy_change"; search();
+  });
+  document.getElementById("break-glass-uses").addEventListener("click", () => {
+    document.getElementById("event-type").value = "break_glass_use"; search();
+  });
+  document.getElementById("verify-now").addEventListener("click", async () => {
+    document.getElementById("verification").textContent = "verifying...";
+    showVerification(await api("POST", "/api/audit/verify"));
+    await loadStatus();
+  });
+  await loadStatus();
+  await search();
+});

@@ -1,0 +1,278 @@
+"""The JSON API on the real appliance (sample corpus, real models and stores): sign-in,
+CSRF, bearer tokens, roles, limits, bad input, and the audit trail behind it all."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import ECKey, KeySet
+from litestar.testing import TestClient
+
+from appliance.engines import Appliance
+from appliance.settings import ServiceSettings
+from services.accounts import LocalAccounts
+from services.app import create_app
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, audit_entries, make_settings
+
+PASSWORD = "correct horse battery"
+ISSUER, AUDIENCE = "https://idp.hospital.example", "clinical-appliance"
+
+
+@pytest.fixture(scope="module")
+def signing_key() -> ECKey:
+    return ECKey.generate_key("P-256", parameters={"kid": "idp-1"})
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, signing_key: ECKey) -> Path:
+    root = tmp_path_factory.mktemp("services")
+    (root / "data" / "access").mkdir(parents=True)
+    shutil.copyfile(SAMPLE_SUBJECTS, root / "data" / "access" / "subjects.toml")
+    accounts = LocalAccounts(root / "data" / "access" / "accounts.json")
+    for user in ("dr-okafor", "audit-ito", "it-santos"):
+        accounts.set_password(user, PASSWORD)
+    (root / "jwks.json").write_text(json.dumps(KeySet([signing_key]).as_dict(private=False)))
+    with Appliance(make_settings(root / "data")) as appliance:
+        assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(data_dir: Path) -> Iterator[TestClient]:
+    services = ServiceSettings(
+        secure_cookies=False,  # the test client speaks plain HTTP to a non-loopback name
+        jwks_file=data_dir / "jwks.json",
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        max_request_bytes=8 * 1024,
+        max_upload_bytes=64 * 1024,
+        login_per_minute=50,
+    )
+    app = create_app(make_settings(data_dir / "data", services=services))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def sign_in(client: TestClient, user: str, password: str = PASSWORD) -> int:
+    client.cookies.clear()
+    client.get("/health")  # the CSRF cookie
+    response = client.post(
+        "/api/login",
+        json={"user_id": user, "password": password},
+        headers={"x-csrftoken": client.cookies.get("csrftoken", "")},
+    )
+    return response.status_code
+
+
+def csrf(client: TestClient) -> dict[str, str]:
+    return {"x-csrftoken": client.cookies.get("csrftoken", "")}
+
+
+def token(key: ECKey, **claims: object) -> str:
+    payload = {"sub": "dr-okafor", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300}
+    payload.update(claims)
+    return jwt.encode({"alg": "ES256", "kid": "idp-1"}, payload, key)
+
+
+def test_a_clinician_signs_in_and_gets_a_cited_answer_recorded_under_the_request_id(
+    client: TestClient, data_dir: Path
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    response = client.post(
+        "/api/ask",
+        json={"question": "How long should I rub my hands with alcohol gel?"},
+        headers={**csrf(client), "x-request-id": "ward-7-request-0001"},
+    )
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert response.headers["x-request-id"] == "ward-7-request-0001"
+    assert answer["request_id"] == "ward-7-request-0001" and not answer["refused"]
+    span = answer["sentences"][0]["citations"][0]
+    document = client.get(f"/api/documents/{span['doc_id']}").json()
+    assert document["text"][span["start"] : span["end"]] == span["quote"]
+    assert document["version"] and document["effective_from"]
+    answers = [e for e in audit_entries(data_dir / "data", "answer")
+               if e["request_id"] == "ward-7-request-0001"]  # fmt: skip
+    assert len(answers) == 1 and answers[0]["actor"]["user"] == "dr-okafor"
+    history = client.get("/api/history").json()
+    assert history[0]["question"] == "How long should I rub my hands with alcohol gel?"
+
+
+def test_a_question_the_documents_do_not_answer_is_a_refusal(client: TestClient) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    answer = client.post(
+        "/api/ask", json={"question": "What time does the staff canteen open?"},
+        headers=csrf(client),
+    ).json()  # fmt: skip
+    assert answer["refused"] and answer["sentences"] == [] and answer["closest_sources"]
+
+
+def test_sign_in_failures_say_nothing_about_which_part_was_wrong(client: TestClient) -> None:
+    client.cookies.clear()
+    client.get("/health")
+    wrong = client.post(
+        "/api/login", json={"user_id": "dr-okafor", "password": "not the password"},
+        headers=csrf(client),
+    )  # fmt: skip
+    unknown = client.post(
+        "/api/login", json={"user_id": "nobody", "password": PASSWORD}, headers=csrf(client)
+    )
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.json() == unknown.json()
+    assert client.get("/api/me").status_code == 401  # still signed out
+
+
+def test_unsafe_requests_without_the_csrf_token_are_refused_and_change_nothing(
+    client: TestClient, data_dir: Path
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    before = len(audit_entries(data_dir / "data"))
+    response = client.post("/api/ask", json={"question": "How long should I rub my hands?"})
+    assert response.status_code == 403
+    forged = client.post(
+        "/api/ask", json={"question": "How long?"}, headers={"x-csrftoken": "forged"}
+    )
+    assert forged.status_code == 403
+    assert len(audit_entries(data_dir / "data")) == before
+
+
+def test_bearer_tokens_from_the_identity_provider(client: TestClient, signing_key: ECKey) -> None:
+    client.cookies.clear()
+    question = {"question": "Which respirator do staff wear for tuberculosis?"}
+    good = client.post(
+        "/api/ask", json=question, headers={"authorization": f"Bearer {token(signing_key)}"}
+    )
+    assert good.status_code == 200, good.text  # no cookie, so no CSRF token needed
+    other_key = ECKey.generate_key("P-256", parameters={"kid": "idp-1"})
+    for bad in (
+        token(signing_key, exp=int(time.time()) - 10),
+        token(signing_key, aud="another-service"),
+        token(signing_key, iss="https://elsewhere.example"),
+        token(signing_key, sub="not-a-directory-user"),
+        token(other_key),
+        "not.a.jwt",
+    ):
+        response = client.post(
+            "/api/ask", json=question, headers={"authorization": f"Bearer {bad}"}
+        )
+        assert response.status_code == 401, bad
+
+
+def test_a_page_one_may_not_see_answers_like_one_that_does_not_exist(client: TestClient) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    missing = client.get("/api/no-such-thing")
+    for path in ("/api/audit/records", "/api/audit/status", "/api/audit/records/0"):
+        forbidden = client.get(path)
+        assert (forbidden.status_code, forbidden.json()) == (missing.status_code, missing.json())
+    page = client.get("/compliance")
+    assert (page.status_code, page.json()) == (404, client.get("/no-such-page").json())
+
+
+def test_a_compliance_officer_finds_the_question_and_verifies_the_log(client: TestClient) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    asked = client.post(
+        "/api/ask", json={"question": "What is the alteplase dose for stroke?"},
+        headers=csrf(client),
+    ).json()  # fmt: skip
+    assert sign_in(client, "audit-ito") == 200
+    assert client.get("/compliance").status_code == 200
+    rows = client.get("/api/audit/records", params={"user": "dr-okafor", "event_type": "question"})
+    found = [r for r in rows.json() if r["request_id"] == asked["request_id"]]
+    assert len(found) == 1
+    record = client.get(f"/api/audit/records/{found[0]['entry']}").json()
+    assert record["record"]["details"]["candidates"]
+    assert [r["type"] for r in record["related"]] == ["answer"]
+    verified = client.post("/api/audit/verify", headers=csrf(client)).json()
+    assert verified["ok"] and verified["entries"] > 0
+    status = client.get("/api/audit/status").json()
+    assert status["last_verification"]["ok"]
+    exported = client.get("/api/audit/export").text.splitlines()
+    assert exported and all("proof" in json.loads(line) for line in exported)
+    bad = client.get("/api/audit/records", params={"since": "yesterday"})
+    assert bad.status_code == 400 and "not an ISO date" in bad.json()["detail"]
+
+
+def test_bad_input_gets_a_clear_error(client: TestClient) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    malformed = client.post(
+        "/api/ask",
+        content=b"{not json",
+        headers={**csrf(client), "content-type": "application/json"},
+    )
+    assert malformed.status_code == 400
+    missing = client.post("/api/ask", json={"query": "wrong field"}, headers=csrf(client))
+    assert missing.status_code == 400 and "question" in missing.text
+    huge = client.post("/api/ask", json={"question": "x" * 20_000}, headers=csrf(client))
+    assert huge.status_code == 413
+
+
+def test_uploads_are_for_it_staff_limited_in_size_and_ingested_in_the_background(
+    client: TestClient, data_dir: Path
+) -> None:
+    document = (
+        b"---\ndoc_id: ward-fridge-policy\ntitle: Ward Fridge Policy\nsensitivity: internal\n"
+        b"departments: [all]\n---\n# Ward Fridge Policy\n\nRecord the fridge temperature twice a day.\n"
+    )
+    assert sign_in(client, "dr-okafor") == 200
+    files = {"data": ("fridge.md", document, "text/markdown")}
+    assert client.post("/api/documents", files=files, headers=csrf(client)).status_code == 404
+    assert sign_in(client, "it-santos") == 200
+    too_big = {"data": ("big.md", b"x" * (80 * 1024), "text/markdown")}
+    assert client.post("/api/documents", files=too_big, headers=csrf(client)).status_code == 413
+    accepted = client.post("/api/documents", files=files, headers=csrf(client))
+    assert accepted.status_code == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+    for _ in range(300):
+        job = client.get(f"/api/jobs/{job_id}").json()
+        if job["state"] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    assert job["state"] == "done" and job["outcomes"][0]["status"] == "added"
+    ingested = [e for e in audit_entries(data_dir / "data", "ingestion")
+                if e["details"]["doc_id"] == "ward-fridge-policy"]  # fmt: skip
+    assert ingested[-1]["actor"]["user"] == "it-santos"
+
+
+def test_every_response_carries_the_security_headers(client: TestClient) -> None:
+    response = client.get("/login")
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-request-id"]
+
+
+def test_health_readiness_and_metrics(client: TestClient) -> None:
+    assert client.get("/health").json() == {"status": "ok"}
+    ready = client.get("/ready").json()
+    assert ready["status"] == "ready" and ready["chunks"] > 0
+    metrics = client.get("/metrics").text
+    assert 'requests_total{app_name="clinical_appliance"' in metrics
+    schema = client.get("/api/schema/openapi.json").json()
+    assert "/api/ask" in schema["paths"]
+
+
+def test_sign_in_is_rate_limited(data_dir: Path) -> None:
+    app = create_app(
+        make_settings(
+            data_dir / "data",
+            services=ServiceSettings(secure_cookies=False, login_per_minute=3),
+        )
+    )
+    with TestClient(app) as limited:
+        limited.get("/health")
+        codes = [
+            limited.post(
+                "/api/login", json={"user_id": "dr-okafor", "password": "wrong password!"},
+                headers=csrf(limited),
+            ).status_code
+            for _ in range(5)
+        ]  # fmt: skip
+    assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
