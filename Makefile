@@ -37,8 +37,10 @@ install-llm: $(VENV)/.installed-llm
 install-llm-large: $(VENV)/.installed-llm
 	$(UV_INSTALL) -e '.[llm,llm-large]'
 
+# Ingests the sample corpus, answers a question on the command line, prints one demo
+# account per role, then serves the UI on http://127.0.0.1:8080 (Ctrl-C stops).
 demo: install
-	APPLIANCE_DATA_DIR=$${APPLIANCE_DATA_DIR:-$(DEMO_DATA_DIR)} $(BIN)/appliance demo
+	APPLIANCE_DATA_DIR=$${APPLIANCE_DATA_DIR:-$(DEMO_DATA_DIR)} $(BIN)/appliance-web demo
 
 test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts

@@ -1,0 +1,173 @@
+"""The two pages in a real browser: Playwright driving Debian's Chromium against the
+services on loopback, with the sample corpus and real models. Each step's screenshot
+goes to ``test-artifacts/browser/`` (the key ones are copied to ``docs/``)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from appliance.engines import Appliance
+from services.accounts import LocalAccounts
+from services.app import create_app
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+PASSWORD = "ward round password"
+# Chromium on a machine with no network: no background connections, no sandbox (root).
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--disable-extensions",
+]  # fmt: skip
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install chromium"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("browser") / "data"
+    (data / "access").mkdir(parents=True)
+    shutil.copyfile(SAMPLE_SUBJECTS, data / "access" / "subjects.toml")
+    accounts = LocalAccounts(data / "access" / "accounts.json")
+    for user in ("dr-okafor", "audit-ito"):
+        accounts.set_password(user, PASSWORD)
+    settings = make_settings(data)  # Secure cookies, as shipped: loopback counts as secure
+    with Appliance(settings) as appliance:
+        assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
+    port = _free_port()
+    web = uvicorn.Server(
+        uvicorn.Config(create_app(settings), "127.0.0.1", port, log_level="warning")
+    )
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield base
+    web.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+        )
+        yield chromium
+        chromium.close()
+
+
+def sign_in(browser: object, base: str, user: str) -> object:
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()  # type: ignore[attr-defined]
+    page.goto(f"{base}/login")
+    page.fill("#user", user)
+    page.fill("#password", PASSWORD)
+    page.click("#sign-in")
+    page.wait_for_url(f"{base}/ask")
+    return page
+
+
+def shot(page: object, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_a_clinician_asks_sees_a_cited_answer_and_the_highlighted_span(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    shot(page, "01-clinician-signed-in")
+    page.fill("#question", "How long should I rub my hands with alcohol gel?")
+    page.click("#ask")
+    page.wait_for_selector("#answer .sentence")
+    assert "20 to 30 seconds" in page.inner_text("#answer")
+    shot(page, "02-cited-answer")
+    citation = page.locator("#answer .sentence", has_text="20 to 30 seconds").locator(".cite")
+    citation.first.click()
+    mark = page.wait_for_selector("#cited-span")
+    assert "Rub for 20 to 30 seconds" in mark.inner_text()
+    source = page.inner_text("#source")
+    assert "Hand Hygiene" in source and "version" in source and "effective" in source
+    shot(page, "03-highlighted-source")
+    # Keyboard: the citation is a button, reachable and operable without a mouse.
+    citation.first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#cited-span")
+    assert page.inner_text("#history").count("alcohol gel") >= 1
+
+
+def test_a_question_the_corpus_cannot_answer_shows_a_refusal(server: str, browser: object) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "What time does the staff canteen open?")
+    page.click("#ask")
+    page.wait_for_selector("#answer.refusal")
+    text = page.inner_text("#answer")
+    assert "do not answer" in text and "Closest sources" in text
+    assert page.locator("#answer .cite").count() == 0
+    shot(page, "04-refusal")
+
+
+def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    assert not page.is_visible("#compliance-link")
+    forbidden = page.goto(f"{server}/compliance")
+    forbidden_text = page.inner_text("body")
+    missing = page.goto(f"{server}/no-such-page")
+    assert forbidden.status == missing.status == 404
+    assert forbidden_text == page.inner_text("body")
+    shot(page, "05-clinician-compliance-not-found")
+
+
+def test_a_compliance_officer_finds_the_question_and_checks_the_log(
+    server: str, browser: object
+) -> None:
+    clinician = sign_in(browser, server, "dr-okafor")
+    clinician.fill("#question", "What is the alteplase dose for stroke?")
+    clinician.click("#ask")
+    clinician.wait_for_selector("#answer .sentence")
+    officer = sign_in(browser, server, "audit-ito")
+    officer.click("#compliance-link")
+    officer.wait_for_url(f"{server}/compliance")
+    officer.fill("#user", "dr-okafor")
+    officer.select_option("#event-type", "question")
+    officer.click("#search-button")
+    row = officer.locator("#records tr", has_text="alteplase").first
+    row.wait_for()
+    shot(officer, "06-audit-search")
+    row.locator("button").click()
+    officer.wait_for_selector("#record:not(.hidden)")
+    record = officer.inner_text("#record")
+    assert "Asked: What is the alteplase dose for stroke?" in record
+    assert "Answered" in record and "Policy version" in record
+    assert re.search(r"stroke-thrombolysis@", record)
+    shot(officer, "07-audit-record")
+    officer.click("#verify-now")
+    officer.wait_for_selector("#verification.ok")
+    assert "verified" in officer.inner_text("#verification")
+    shot(officer, "08-log-verified")
