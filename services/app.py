@@ -7,6 +7,7 @@ body-size limits and rate limits.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from litestar import Litestar, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.middleware import DefineMiddleware
-from litestar.middleware.rate_limit import RateLimitConfig
+from litestar.middleware.rate_limit import RateLimitConfig, get_remote_address
 from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -28,6 +29,7 @@ from litestar.stores.memory import MemoryStore
 from appliance.engines import Appliance
 from appliance.settings import Settings
 from services.api import API_HANDLERS, ask, upload
+from services.auth import SESSION_USER
 from services.pages import PAGE_HANDLERS, STATIC, login
 from services.security import (
     SESSION_COOKIE,
@@ -49,6 +51,17 @@ def _secret(path: Path) -> str:
     return path.read_text().strip()
 
 
+def _asker(request: Request) -> str:
+    """Questions are limited per person, not per address: a ward's workstations often
+    reach the appliance through one proxy."""
+    if request.scope.get("session") and request.session.get(SESSION_USER):
+        return f"user:{request.session[SESSION_USER]}"
+    authorization = request.headers.get("authorization", "")
+    if authorization:
+        return "token:" + hashlib.sha256(authorization.encode()).hexdigest()[:32]
+    return f"address:{get_remote_address(request)}"
+
+
 def _log_errors(request: Request, error: Exception) -> Response[dict[str, object]]:
     """Unexpected errors: logged with the request id, answered without internals."""
     if isinstance(error, HTTPException):
@@ -61,7 +74,10 @@ def _log_errors(request: Request, error: Exception) -> Response[dict[str, object
 
 
 def create_app(settings: Settings | None = None, appliance: Appliance | None = None) -> Litestar:
+    """The application. ``appliance``: engines already open (they stay open when the
+    application stops); otherwise the application opens its own and closes them."""
     settings = settings or (appliance.settings if appliance else Settings())
+    owned = appliance is None
     appliance = appliance or Appliance(settings)
     service_settings = settings.services
     state = ServiceState(appliance)
@@ -72,7 +88,8 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
         try:
             yield
         finally:
-            appliance.close()
+            if owned:
+                appliance.close()
 
     sessions = ServerSideSessionConfig(
         key=SESSION_COOKIE,
@@ -90,7 +107,9 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
         rate_limit=("minute", service_settings.login_per_minute), store="login-rate"
     )
     ask_limit = RateLimitConfig(
-        rate_limit=("minute", service_settings.ask_per_minute), store="ask-rate"
+        rate_limit=("minute", service_settings.ask_per_minute),
+        store="ask-rate",
+        identifier_for_request=_asker,
     )
     others = [h for h in [*API_HANDLERS, *PAGE_HANDLERS] if h not in (ask, login, upload)]
     app = Litestar(

@@ -259,12 +259,13 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
     assert "/api/ask" in schema["paths"]
 
 
-def test_sign_in_is_rate_limited(data_dir: Path) -> None:
+def test_sign_in_is_rate_limited(client: TestClient, data_dir: Path) -> None:
     app = create_app(
         make_settings(
             data_dir / "data",
             services=ServiceSettings(secure_cookies=False, login_per_minute=3),
-        )
+        ),
+        client.app.state.service.appliance,  # one process may hold the stores
     )
     with TestClient(app) as limited:
         limited.get("/health")
@@ -276,3 +277,23 @@ def test_sign_in_is_rate_limited(data_dir: Path) -> None:
             for _ in range(5)
         ]  # fmt: skip
     assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
+
+
+def test_questions_are_limited_per_person_not_per_address(
+    client: TestClient, data_dir: Path
+) -> None:
+    app = create_app(
+        make_settings(
+            data_dir / "data", services=ServiceSettings(secure_cookies=False, ask_per_minute=2)
+        ),
+        client.app.state.service.appliance,
+    )
+    question = {"question": "Which respirator do staff wear for tuberculosis?"}
+    with TestClient(app) as first, TestClient(app) as second:
+        assert sign_in(first, "dr-okafor") == 200
+        codes = [
+            first.post("/api/ask", json=question, headers=csrf(first)).status_code for _ in range(3)
+        ]
+        assert codes == [200, 200, 429]
+        assert sign_in(second, "audit-ito") == 200  # same address, another person
+        assert second.post("/api/ask", json=question, headers=csrf(second)).status_code == 200

@@ -1,0 +1,141 @@
+"""Load on the running services over loopback: N concurrent clients asking golden
+questions for a fixed time, with the extractive generator (the CPU default).
+
+The server runs as its own process (``appliance-web serve``) on a fresh data directory
+with the sample corpus; each client signs in with its own session and asks in a loop.
+Reported: requests per second, latency p50/p95/max, and every error. The per-user ask
+limit is raised for the run (the benchmark measures capacity, not the limiter).
+
+    .venv/bin/python benchmarks/load_services.py [--clients 20] [--seconds 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+
+from appliance.engines import Appliance
+from appliance.settings import PROJECT_ROOT, Settings
+from services.accounts import LocalAccounts
+
+SAMPLE = PROJECT_ROOT / "appliance" / "sample_corpus"
+RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "load_services.json"
+PASSWORD = "load test password"
+console = Console()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def client_loop(base: str, questions: list[str], stop: float, out: dict[str, list]) -> None:  # type: ignore[type-arg]
+    with httpx.Client(base_url=base, timeout=120) as client:
+        client.get("/health")
+        token = {"x-csrftoken": client.cookies.get("csrftoken", "")}
+        signed = client.post("/api/login", json={"user_id": "dr-okafor", "password": PASSWORD},
+                             headers=token)  # fmt: skip
+        if signed.status_code != 200:
+            out["errors"].append(f"sign-in {signed.status_code}")
+            return
+        n = 0
+        while time.monotonic() < stop:
+            question = questions[n % len(questions)]
+            n += 1
+            started = time.perf_counter()
+            try:
+                response = client.post("/api/ask", json={"question": question}, headers=token)
+            except httpx.HTTPError as error:
+                out["errors"].append(repr(error))
+                continue
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status_code == 200:
+                out["latency_ms"].append(elapsed)
+            else:
+                out["errors"].append(f"{response.status_code} {response.text[:120]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=120)
+    args = parser.parse_args()
+    questions = [json.loads(line)["question"] for line in (SAMPLE / "golden.jsonl").open()]
+    with tempfile.TemporaryDirectory(prefix="appliance-load-") as work:
+        data = Path(work) / "data"
+        (data / "access").mkdir(parents=True)
+        shutil.copyfile(SAMPLE / "subjects.toml", data / "access" / "subjects.toml")
+        LocalAccounts(data / "access" / "accounts.json").set_password("dr-okafor", PASSWORD)
+        with Appliance(Settings(data_dir=data)) as appliance:
+            appliance.ingestor.ingest([SAMPLE / "documents"])
+        port = free_port()
+        # httpx (unlike a browser) keeps Secure cookies away from http://127.0.0.1.
+        environment = {**os.environ, "APPLIANCE_DATA_DIR": str(data),
+                       "APPLIANCE_SERVICES__ASK_PER_MINUTE": "1000000",
+                       "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "appliance-web"), "serve", "--port", str(port)],
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(1200):
+                try:
+                    if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.25)
+            # Warm-up: models load on the first question.
+            warm = {"latency_ms": [], "errors": []}  # type: dict[str, list]  # type: ignore[type-arg]
+            client_loop(base, questions[:3], time.monotonic() + 5, warm)
+            out: dict[str, list] = {"latency_ms": [], "errors": []}  # type: ignore[type-arg]
+            console.print(f"{args.clients} clients for {args.seconds:.0f} s against {base}")
+            stop = time.monotonic() + args.seconds
+            started = time.monotonic()
+            threads = [
+                threading.Thread(target=client_loop, args=(base, questions, stop, out))
+                for _ in range(args.clients)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            wall = time.monotonic() - started
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    latencies = sorted(out["latency_ms"])
+    figures = {
+        "clients": args.clients,
+        "seconds": round(wall, 1),
+        "requests": len(latencies),
+        "requests_per_second": round(len(latencies) / wall, 2),
+        "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
+        "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1) if latencies else None,
+        "max_ms": round(latencies[-1], 1) if latencies else None,
+        "errors": len(out["errors"]),
+        "error_samples": out["errors"][:5],
+    }
+    console.print(figures)
+    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+    console.print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
