@@ -208,7 +208,9 @@ class Appliance:
 
     @cached_property
     def audit_trail(self) -> AuditTrail:
-        models = {m.role: m.name for m in self.registry.manifests()}
+        # The models of the question path; the answer record names its generator and
+        # verifier itself (an installed LLM is not necessarily the one in use).
+        models = {m.role: m.name for m in self.registry.manifests() if m.kind != "gguf"}
         return AuditTrail(self.audit_log, models)
 
     @cached_property
