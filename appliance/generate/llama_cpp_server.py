@@ -9,8 +9,10 @@ stopped with the appliance (or when the process exits).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,10 +22,24 @@ from pathlib import Path
 import httpx
 
 log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1
 
 
 class ServerFailed(RuntimeError):
     """The llama.cpp server did not start or stopped unexpectedly."""
+
+
+try:  # resolved here, so that the child between fork and exec only makes one C call
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: stop() and atexit still apply
+    _prctl = None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to stop the server when the appliance process
+    dies, however it dies (a killed process runs no exit handlers)."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _free_port() -> int:
@@ -83,7 +99,9 @@ class LlamaCppServer:
         ]  # fmt: skip
         output = self._log_path.open("ab") if self._log_path else subprocess.DEVNULL
         log.info("starting the llama.cpp server for %s on port %d", self.model_path, self.port)
-        self._process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        self._process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
         atexit.register(self.stop)
         deadline = time.monotonic() + self._start_timeout_s
         while time.monotonic() < deadline:

@@ -128,3 +128,35 @@ def test_an_unreachable_server_is_an_error_not_an_answer(tmp_path: Path) -> None
     (record,) = audit_entries(settings.data_dir, "answer")
     assert "no answer from the server" in record["details"]["error"]
     assert record["details"]["sentences"] == [] and record["details"]["refusal"]
+
+
+def test_the_server_stops_when_the_appliance_process_is_killed(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from appliance.generate.llama_cpp_server import LlamaCppServer\n"
+        "from appliance.model_registry import ModelRegistry\n"
+        "from appliance.settings import Settings\n"
+        f"path = ModelRegistry(Settings(data_dir=Path({str(tmp_path)!r}))).load('llm-small')\n"
+        "server = LlamaCppServer(path).start()\n"
+        "print(server.base_url, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    base_url = parent.stdout.readline().strip()
+    assert httpx.get(f"{base_url}/models", timeout=5).status_code == 200
+    parent.send_signal(signal.SIGKILL)  # no exit handlers run
+    parent.wait()
+    for _ in range(100):
+        try:
+            httpx.get(f"{base_url}/models", timeout=1)
+        except httpx.ConnectError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the llama.cpp server outlived the process that started it")
