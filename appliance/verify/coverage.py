@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from appliance.index.base import LexicalIndex
 from appliance.index.filters import SearchFilter
 
+BACKGROUND_CHUNKS = 100
+"""Inverse document frequency as if the readable chunks sat among this many more that
+mention nothing of the question: with a handful of documents, a plain IDF gives every
+word they share almost no weight and any word they lack all of it."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
@@ -56,7 +60,7 @@ def question_coverage(
     if not terms:
         return QuestionCoverage(1.0, (), {})
     frequencies, total = index.document_frequencies(terms, search_filter)
-    weights = {t: math.log((total + 1) / (frequencies[t] + 0.5)) for t in terms}
+    weights = {t: math.log((total + BACKGROUND_CHUNKS) / (frequencies[t] + 0.5)) for t in terms}
     present = {t for passage in passages for t in index.content_terms(passage)}
     acronyms = {w.lower() for w in _WORD.findall(question) if _ACRONYM.match(w)}
     initials = _initials(passages) if acronyms else set()
