@@ -4,7 +4,7 @@ questions for a fixed time, with the extractive generator (the CPU default).
 The server runs as its own process (``appliance-web serve``) on a fresh data directory
 with the sample corpus; each client signs in with its own session and asks in a loop.
 Reported: requests per second, latency p50/p95/max, and every error. The per-user ask
-limit is raised for the run (the benchmark measures capacity, not the limiter).
+and sign-in limits are raised for the run (it measures capacity, not the limiters).
 
     .venv/bin/python benchmarks/load_services.py [--clients 20] [--seconds 120]
 """
@@ -86,6 +86,7 @@ def main() -> None:
         # httpx (unlike a browser) keeps Secure cookies away from http://127.0.0.1.
         environment = {**os.environ, "APPLIANCE_DATA_DIR": str(data),
                        "APPLIANCE_SERVICES__ASK_PER_MINUTE": "1000000",
+                       "APPLIANCE_SERVICES__LOGIN_PER_MINUTE": "1000",
                        "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
         server = subprocess.Popen(
             [str(Path(sys.executable).parent / "appliance-web"), "serve", "--port", str(port)],
