@@ -36,30 +36,24 @@ _HAS_DIGIT = re.compile(r"\d")
 _TEXT_FIELDS = ["title", "headings", "body"]
 
 
-def stemmed_analyzer() -> tantivy.TextAnalyzer:
-    return (
+def stemmed_analyzer(stop_words: Sequence[str] = ()) -> tantivy.TextAnalyzer:
+    """English words, lowercased, folded to ASCII and stemmed; without ``stop_words``."""
+    builder = (
         TextAnalyzerBuilder(Tokenizer.simple())
         .filter(Filter.remove_long(40))
         .filter(Filter.lowercase())
         .filter(Filter.ascii_fold())
-        .filter(Filter.stemmer("english"))
-        .build()
     )
+    if stop_words:
+        builder = builder.filter(Filter.custom_stopword(list(stop_words)))
+    return builder.filter(Filter.stemmer("english")).build()
 
 
 def content_term_analyzer() -> tantivy.TextAnalyzer:
     """The stemmed analysis without function words: the terms a question is about."""
     from spacy.lang.en.stop_words import STOP_WORDS
 
-    return (
-        TextAnalyzerBuilder(Tokenizer.simple())
-        .filter(Filter.remove_long(40))
-        .filter(Filter.lowercase())
-        .filter(Filter.ascii_fold())
-        .filter(Filter.custom_stopword(sorted(STOP_WORDS)))
-        .filter(Filter.stemmer("english"))
-        .build()
-    )
+    return stemmed_analyzer(sorted(STOP_WORDS))
 
 
 def identifier_analyzer() -> tantivy.TextAnalyzer:
