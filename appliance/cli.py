@@ -33,7 +33,7 @@ from appliance.generate.llama_cpp_server import ServerFailed
 from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
 from appliance.ingest.pipeline import DocumentOutcome, discover
-from appliance.model_registry import ModelUnavailable, hash_directory
+from appliance.model_registry import ModelNotInstalled, ModelUnavailable, hash_directory
 from appliance.retrieve.hybrid import QueryError
 
 app = typer.Typer(no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
@@ -400,9 +400,14 @@ def models_list() -> None:
 
 @models_app.command("verify")
 def models_verify() -> None:
-    """Check every model file against its manifest's sha256."""
+    """Check every installed model file against its manifest's sha256. A model that is not
+    installed fails only if the settings use it; an altered one always fails."""
     failures = 0
     with open_appliance() as appliance:
+        settings = appliance.settings
+        in_use = {settings.embedder_role, "spacy-parser", "spacy-vectors"}
+        if settings.generator.kind == "llama-cpp":
+            in_use.add(settings.generator.model_role)
         for manifest in appliance.registry.manifests():
             try:
                 resolved = appliance.registry.resolve(manifest.role)
@@ -411,6 +416,12 @@ def models_verify() -> None:
                     f"[green]ok[/green]   {manifest.role}: {manifest.name} "
                     f"({files} files in {resolved.directory})"
                 )
+            except ModelNotInstalled as error:
+                if manifest.role in in_use:
+                    failures += 1
+                    console.print(f"[red]fail[/red] {error}")
+                else:
+                    console.print(f"[yellow]absent[/yellow] (not used by the settings) {error}")
             except ModelUnavailable as error:
                 failures += 1
                 console.print(f"[red]fail[/red] {error}")

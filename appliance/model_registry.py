@@ -31,6 +31,10 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be resolved: missing, altered, or its manifest is wrong."""
 
 
+class ModelNotInstalled(ModelUnavailable):
+    """A model whose package or files are absent (as opposed to present but altered)."""
+
+
 class ModelFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: str
@@ -152,7 +156,7 @@ class ModelRegistry:
         if source.package is not None:
             spec = importlib.util.find_spec(source.package)
             if spec is None or not spec.submodule_search_locations:
-                raise ModelUnavailable(
+                raise ModelNotInstalled(
                     f"model for role {role!r} ({manifest.name}) is not installed: the Python "
                     f"package {source.package!r} is missing. Install it with: {source.install}"
                 )
@@ -162,7 +166,7 @@ class ModelRegistry:
     def _package_file(self, manifest: ModelManifest, part: ModelPart) -> Path:
         spec = importlib.util.find_spec(part.package)
         if spec is None or not spec.submodule_search_locations:
-            raise ModelUnavailable(
+            raise ModelNotInstalled(
                 f"model {manifest.name} is not installed: the Python package {part.package!r} "
                 f"(one of its {len(manifest.source.parts)} parts) is missing. "
                 f"Install it with: {manifest.source.install}"
@@ -209,7 +213,7 @@ class ModelRegistry:
         for expected in manifest.files:
             path = directory / expected.path
             if not path.is_file():
-                raise ModelUnavailable(
+                raise ModelNotInstalled(
                     f"model for role {role!r} ({manifest.name}) is incomplete: expected file "
                     f"{path} is missing. Install it with: {manifest.source.install}"
                 )

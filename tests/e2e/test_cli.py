@@ -88,6 +88,32 @@ def test_search_rejects_an_empty_question_and_an_unknown_mode(data_dir: Path) ->
     assert runner.invoke(app, ["search", "x"]).exit_code == 2  # no user: refused, not served
 
 
+def test_models_verify_fails_only_for_absent_models_the_settings_use(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from appliance.settings import PROJECT_ROOT
+
+    models = tmp_path / "models"
+    shutil.copytree(PROJECT_ROOT / "models" / "manifests", models / "manifests")
+    for optional in ("llm.toml", "llm-small.toml"):
+        (models / "manifests" / optional).unlink()
+    (models / "manifests" / "big-llm.toml").write_text(
+        'role = "big-llm"\nname = "a large model"\nkind = "gguf"\nlicence = "x"\n\n'
+        '[source]\npackage = "no_such_model_package"\ninstall = "pip install it"\n\n'
+        '[[files]]\npath = "model.gguf"\nsha256 = "' + "0" * 64 + '"\n'
+    )
+    monkeypatch.setenv("APPLIANCE_MODELS_DIR", str(models))
+    unused = runner.invoke(app, ["models", "verify"])
+    assert unused.exit_code == 0, unused.output
+    assert "absent" in unused.output and "no_such_model_package" in unused.output
+    monkeypatch.setenv("APPLIANCE_GENERATOR__KIND", "llama-cpp")
+    monkeypatch.setenv("APPLIANCE_GENERATOR__MODEL_ROLE", "big-llm")
+    used = runner.invoke(app, ["models", "verify"])
+    assert used.exit_code == 1 and "fail" in used.output
+
+
 def test_models_list_and_verify(data_dir: Path) -> None:
     result = runner.invoke(app, ["models", "verify"])
     assert result.exit_code == 0, result.output
