@@ -30,17 +30,39 @@ class GeneratorUnavailable(RuntimeError):
     """The LLM server cannot be reached or answered with an error."""
 
 
+_SENTENCE_END = "}]}"
+
+
+def complete_sentences(raw: str) -> dict[str, object] | None:
+    """The complete sentences of an answer the token limit cut off. The schema puts the
+    sentences first, so every sentence object closed before the cut is whole; each is
+    verified like any other. ``not_found`` was never written: it counts as true."""
+    end = raw.rfind(_SENTENCE_END)
+    while end != -1:
+        try:
+            document = json.loads(raw[: end + len(_SENTENCE_END)] + '], "not_found": true}')
+        except json.JSONDecodeError:
+            end = raw.rfind(_SENTENCE_END, 0, end)
+            continue
+        return document if isinstance(document, dict) else None
+    return None
+
+
 def parse_answer(
     raw: str, passages: Sequence[ContextPassage]
 ) -> tuple[tuple[AnswerSentence, ...], bool]:
     """The sentences of a structured answer and the model's ``not_found``. Output that
     does not follow the schema gives no sentences (the pipeline then refuses rather than
-    guess what the model meant); a citation of a chunk outside the context is dropped; a
-    sentence repeated is kept once."""
+    guess what the model meant); an answer cut off by the token limit keeps its complete
+    sentences; a citation of a chunk outside the context is dropped; a sentence repeated
+    is kept once."""
     try:
         document = json.loads(raw)
     except json.JSONDecodeError:
-        return (), True
+        salvaged = complete_sentences(raw)
+        if salvaged is None:
+            return (), True
+        document = salvaged
     if not isinstance(document, dict) or not isinstance(document.get("not_found"), bool):
         return (), True
     in_context = {p.chunk.chunk_id for p in passages}

@@ -116,3 +116,12 @@ def test_the_request_is_deterministic_fenced_and_held_to_the_schema(style: str) 
         schema = response_format["schema"]
         assert response_format["type"] == "json_object"
     assert schema == answer_schema(["sepsis@4#0001", "sepsis@4#0002"])
+
+
+def test_an_answer_cut_off_by_the_token_limit_keeps_its_complete_sentences() -> None:
+    whole = {"text": "Take blood cultures first.", "kind": "claim",
+             "citations": [{"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]}  # fmt: skip
+    cut = json.dumps({"sentences": [whole, whole | {"text": "Then give"}]})[:-40]
+    sentences, not_found = parse_answer(cut, PASSAGES)
+    assert [s.text for s in sentences] == ["Take blood cultures first."]
+    assert not_found  # never written, so the model did not say the passages answer
