@@ -529,6 +529,10 @@ def models_train_verifier(
     epochs: Annotated[int, typer.Option(min=1)] = 1,
     held_out: Annotated[float, typer.Option(min=0.02, max=0.5)] = 0.1,
     max_length: Annotated[int, typer.Option(min=32, max=512)] = 128,
+    repeat: Annotated[
+        list[str] | None,
+        typer.Option(help="FILE_NAME=TIMES: show that file's training pairs TIMES per epoch."),
+    ] = None,
     seed: int = 13,
 ) -> None:
     """Fine-tune the NLI verifier (entailment / neutral / contradiction) from the shipped
@@ -536,16 +540,26 @@ def models_train_verifier(
     import random
 
     from appliance.rerank.train_cross_encoder import now, write_manifest
-    from appliance.verify.train_verifier import VerifierTrainer, balance, read_nli
+    from appliance.verify.train_verifier import (
+        VerifierTrainer,
+        balance,
+        parse_repeats,
+        read_nli,
+        repeat_in_domain,
+    )
 
     try:
+        repeats = parse_repeats(repeat or [])
         pairs = read_nli(data)
     except ValueError as error:
         raise fail(str(error), code=2) from None
+    unknown = set(repeats) - {path.name for path in data}
+    if unknown:
+        raise fail(f"--repeat names files that are not among --data: {sorted(unknown)}", code=2)
     rng = random.Random(seed)
     chosen = balance(pairs, per_label, rng)
     cut = max(1, int(len(chosen) * held_out))
-    held, training = chosen[:cut], chosen[cut:]
+    held, training = chosen[:cut], repeat_in_domain(chosen[cut:], repeats)
     provenance = {
         "trained_at": now(),
         "trained_on": ", ".join(str(p) for p in data),

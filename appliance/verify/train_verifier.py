@@ -33,7 +33,7 @@ class NliPair:
     premise: str
     hypothesis: str
     label: str
-    source: str
+    source: str  # the file it came from, e.g. "scifact.train.jsonl"
 
 
 def detokenise(text: str) -> str:
@@ -58,7 +58,7 @@ def read_nli(paths: Sequence[Path]) -> list[NliPair]:
             premise, hypothesis = row["premise"], row["hypothesis"]
             if row.get("tokenized"):
                 premise, hypothesis = detokenise(premise), detokenise(hypothesis)
-            pairs.append(NliPair(premise, hypothesis, row["label"], row.get("source", path.stem)))
+            pairs.append(NliPair(premise, hypothesis, row["label"], path.name))
     return pairs
 
 
@@ -71,6 +71,26 @@ def balance(pairs: Sequence[NliPair], per_label: int | None, rng: random.Random)
     chosen = [p for label in LABELS for p in rng.sample(by_label[label], size)]
     rng.shuffle(chosen)
     return chosen
+
+
+def parse_repeats(specs: Sequence[str]) -> dict[str, int]:
+    """``["scifact.train.jsonl=4"]`` -> ``{"scifact.train.jsonl": 4}``."""
+    repeats = {}
+    for spec in specs:
+        name, _, times = spec.partition("=")
+        if not name or not times.isdigit() or int(times) < 1:
+            raise ValueError(
+                f"--repeat {spec!r}: write FILE_NAME=TIMES, for example scifact.train.jsonl=4"
+            )
+        repeats[name] = int(times)
+    return repeats
+
+
+def repeat_in_domain(pairs: Sequence[NliPair], repeats: dict[str, int]) -> list[NliPair]:
+    """Training pairs from the named files, seen ``times`` times per epoch: the few
+    in-domain pairs (SciFact's claims against their abstracts) weigh more than the many
+    general ones. Applied after the held-out split, so held-out pairs are never repeated."""
+    return [p for p in pairs for _ in range(repeats.get(p.source, 1))]
 
 
 def best_entailment_threshold(

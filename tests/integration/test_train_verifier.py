@@ -19,7 +19,9 @@ from appliance.verify.train_verifier import (
     balance,
     best_entailment_threshold,
     detokenise,
+    parse_repeats,
     read_nli,
+    repeat_in_domain,
 )
 from tests.conftest import SAMPLE_READER, make_settings
 
@@ -43,6 +45,25 @@ def test_labels_are_balanced_to_the_rarest() -> None:
         sorted(p.label for p in chosen)
         == ["contradiction"] * 3 + ["entailment"] * 3 + ["neutral"] * 3
     )
+
+
+def test_in_domain_pairs_repeat_only_where_asked() -> None:
+    pairs = [NliPair("p", "h", "entailment", "scifact.train.jsonl"),
+             NliPair("p", "h", "neutral", "snli.dev.jsonl")]  # fmt: skip
+    repeated = repeat_in_domain(pairs, parse_repeats(["scifact.train.jsonl=3"]))
+    assert [p.source for p in repeated] == ["scifact.train.jsonl"] * 3 + ["snli.dev.jsonl"]
+    for bad in ("scifact.train.jsonl", "=2", "scifact.train.jsonl=0", "x=two"):
+        with pytest.raises(ValueError, match="FILE_NAME=TIMES"):
+            parse_repeats([bad])
+
+
+def test_a_repeat_of_a_file_not_trained_on_is_refused(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "entailment"}))
+    arguments = ["models", "train-verifier", "--data", str(pairs), "--repeat", "other.jsonl=2"]
+    result = runner.invoke(app, arguments, env={"APPLIANCE_DATA_DIR": str(tmp_path / "data")})
+    assert result.exit_code == 2 and "not among --data" in result.output
+    assert not (tmp_path / "data" / "models").exists()
 
 
 def test_the_threshold_favours_precision() -> None:
