@@ -2,8 +2,9 @@
 
 Every question ranks its own pool. Methods: BM25 over the pool, MiniLM cosine (the
 paper's "Vanilla RAG"), CAGE as published, CAGE with a plain GCN, CAGE without
-reweighting, and bridge-aware selection (ours). Reported: Recall@2 and Recall@5 per
-question type, any-correct@5 (for RAMDocs), and each rerank step's latency.
+reweighting, and bridge-aware selection (ours) over the cosine or a hybrid first
+stage. Reported: Recall@2 and Recall@5 per question type, any-correct@5 (for RAMDocs),
+and each rerank step's latency.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from appliance.eval.pools import PoolQuestion, read_pools
 from appliance.index.tantivy_lexical import stemmed_analyzer
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
-from appliance.rerank.bridge import bridge_scores
+from appliance.rerank.bridge import bridge_scores, hybrid_first_stage
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 
@@ -134,6 +135,17 @@ def methods(
         base = bridge_scores(q.cosine, q.question.passages)
         return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
 
+    def hybrid(q: QuestionInputs) -> np.ndarray:
+        passages = q.question.passages
+        first = hybrid_first_stage(
+            q.cosine, bm25_ranking(q.question), q.question.question, passages
+        )
+        return bridge_scores(first, passages)
+
+    def hybrid_cage(q: QuestionInputs) -> Ranking:
+        base = hybrid(q)
+        return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
+
     def relevance(q: QuestionInputs) -> np.ndarray:
         assert q.relevance is not None
         return q.relevance
@@ -158,6 +170,8 @@ def methods(
         "CAGE, no reweighting": with_cage(flat),
         "Bridge (ours)": bridge,
         "Bridge + CAGE (ours)": bridge_cage,
+        "Hybrid bridge (ours)": lambda q: by_score(hybrid(q)),
+        "Hybrid bridge + CAGE (ours)": hybrid_cage,
         **(cross_encoder_methods if with_cross_encoder else {}),
     }
 

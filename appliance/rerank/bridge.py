@@ -5,6 +5,11 @@ one about the bridge entity that another passage names. So a passage gains when 
 strong passage mentions it by title: s_j = cos(q, p_j) + lambda * max_i cos(q, p_i)
 over the top-m passages i that mention p_j's title. Titles are document titles or
 heading paths in the product, page titles in the public multi-hop sets.
+
+Its first stage can be hybrid (``hybrid_first_stage``): the cosine, plus a little of
+BM25's rank (names and numbers the embedding blurs), plus a bonus for a passage whose
+title the question names (a comparison question names both of its entities, a bridge
+question its first hop). Weights chosen on the training pools, never on the dev sets.
 """
 
 from __future__ import annotations
@@ -43,3 +48,33 @@ def bridge_scores(
         if linked:
             scores[j] += weight * max(linked)
     return scores
+
+
+def title_in_question(question: str, passages: Sequence[Titled]) -> np.ndarray:
+    """1.0 for each passage whose title the question names, else 0.0."""
+    lowered = question.lower()
+    named = np.zeros(len(passages), dtype=np.float32)
+    for j, passage in enumerate(passages):
+        pattern = _title_pattern(passage.title)
+        if pattern is not None and pattern.search(lowered):
+            named[j] = 1.0
+    return named
+
+
+def hybrid_first_stage(
+    cosine: np.ndarray,
+    lexical_ranking: Sequence[int],
+    question: str,
+    passages: Sequence[Titled],
+    lexical_weight: float = 0.2,
+    title_weight: float = 0.1,
+) -> np.ndarray:
+    """cos(q, p_j) + lexical_weight / (BM25 rank of p_j) + title_weight * [q names p_j]."""
+    reciprocal_rank = np.zeros(len(passages), dtype=np.float32)
+    for rank, index in enumerate(lexical_ranking, start=1):
+        reciprocal_rank[index] = 1.0 / rank
+    return (
+        np.asarray(cosine, dtype=np.float32)
+        + lexical_weight * reciprocal_rank
+        + title_weight * title_in_question(question, passages)
+    )

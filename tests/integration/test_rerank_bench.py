@@ -31,6 +31,8 @@ def test_benchmark_reports_every_method_with_recall_and_latency(
         "CAGE, plain GCN",
         "CAGE, no reweighting",
         "Bridge (ours)",
+        "Hybrid bridge (ours)",
+        "Hybrid bridge + CAGE (ours)",
     } <= set(summary)
     for row in summary.values():
         assert row["questions"] == 4

@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from appliance.rerank.bridge import bridge_scores
+from appliance.rerank.bridge import bridge_scores, hybrid_first_stage, title_in_question
 
 
 @dataclass
@@ -35,3 +35,17 @@ def test_titles_match_whole_words_only_and_short_titles_are_ignored() -> None:
     scores = bridge_scores(cosine, passages)
     assert scores[1] == np.float32(0.1)  # "Bo" is too short to trust
     assert scores[2] == np.float32(0.2)  # "Ann" is not a word of "Annual"
+
+
+def test_the_hybrid_first_stage_adds_bm25_rank_and_named_titles() -> None:
+    passages = [
+        P("Alpha Centauri", "A star system."),
+        P("Beta (band)", "A band from Oslo."),
+        P("Gamma", "Something else."),
+    ]
+    question = "Is Alpha Centauri older than Beta?"
+    assert title_in_question(question, passages).tolist() == [1.0, 1.0, 0.0]
+    cosine = np.array([0.5, 0.4, 0.45], np.float32)
+    first = hybrid_first_stage(cosine, [2, 0, 1], question, passages, 0.2, 0.1)
+    expected = [0.5 + 0.2 / 2 + 0.1, 0.4 + 0.2 / 3 + 0.1, 0.45 + 0.2 / 1]
+    assert first.tolist() == pytest.approx(expected)
