@@ -14,7 +14,7 @@ import numpy as np
 
 from appliance.access.guard import AccessGuard
 from appliance.access.rules import Subject
-from appliance.generate.base import ContextPassage, Generator
+from appliance.generate.base import ContextPassage, Decision, Generator, asks_yes_or_no
 from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.filters import SearchFilter
@@ -65,6 +65,9 @@ class Answer:
     generator: str
     verifier: str
     audit_entry: int
+    decision: Decision | None = None
+    """The short answer to a yes/no question, as the generator read the sentences that
+    survived verification; None for any other question and for a refusal."""
 
     @property
     def refused(self) -> bool:
@@ -136,8 +139,12 @@ class AnswerPipeline:
             for c in candidates[:3]
         )
 
-        def finish(sentences: _Sentences, refusal: str | None) -> Answer:
-            return self._finish(question, request_id, subject, record, sentences, refusal, closest)
+        def finish(
+            sentences: _Sentences, refusal: str | None, decision: Decision | None = None
+        ) -> Answer:
+            return self._finish(
+                question, request_id, subject, record, sentences, refusal, closest, decision
+            )
 
         if not candidates or max(relevance) < floor:
             return finish((), "no relevant passage")
@@ -167,6 +174,7 @@ class AnswerPipeline:
             raise
         record["raw_output"] = generated.raw
         record["generator_not_found"] = generated.not_found
+        record["generator_decision"] = generated.decision
         in_context = {p.chunk.chunk_id: p.chunk for p in context}
         checks: list[dict[str, object]] = []
         located: dict[Citation, LocatedQuote] = {}  # each supported citation, found once
@@ -194,7 +202,7 @@ class AnswerPipeline:
             (s, tuple(_cited_span(in_context[c.chunk_id], located[c]) for c in s.citations))
             for s in recheck.sentences
         )
-        return finish(final, None)
+        return finish(final, None, generated.decision if asks_yes_or_no(question) else None)
 
     def _relevance(
         self, question_vector: np.ndarray, candidates: list[Candidate]
@@ -252,7 +260,9 @@ class AnswerPipeline:
         sentences: _Sentences,
         refusal: str | None,
         closest: tuple[Source, ...],
+        decision: Decision | None = None,
     ) -> Answer:
+        record["decision"] = decision
         record["sentences"] = [
             {"text": s.text, "kind": s.kind, "citations": [asdict(c) for c in spans]}
             for s, spans in sentences
@@ -270,6 +280,7 @@ class AnswerPipeline:
         return Answer(
             question, request_id, sentences, refusal, closest if refusal else (),
             self._generator.name, self._verifier.name, receipt.position,
+            decision,
         )  # fmt: skip
 
 

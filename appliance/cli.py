@@ -298,6 +298,11 @@ def ask(
                 f"  closest: {escape(source.title)} - {escape(where)} [dim]{source.chunk_id}[/dim]"
             )
     else:
+        if answer.decision is not None:
+            console.print(
+                f"[bold]In short: {answer.decision}[/bold] "
+                "[dim](the generator's reading of the cited sentences below)[/dim]"
+            )
         for sentence, spans in answer.sentences:
             marks = "".join(f"[{n}]" for n in range(1, len(spans) + 1))
             console.print(f"{escape(sentence.text)} [bold cyan]{escape(marks)}[/bold cyan]")

@@ -6,9 +6,10 @@
   the gold answer at all, and whether a supporting passage is among its citations.
 - PubMedQA (../shared/data/pubmedqa, expert-labelled): each question's abstract sections,
   conclusion left out, as its corpus. Every question is answerable from them, so every
-  refusal is a false one; the token F1 of the answer against the authors' conclusion.
-  A yes/no/maybe decision needs a generator that writes one: the extractive generator
-  does not, so decision accuracy is reported only when the generator states a decision.
+  refusal is a false one; the token F1 of the answer against the authors' conclusion,
+  and the accuracy of the answer's yes/no/maybe decision against the experts' (over all
+  questions, a refusal or no decision counting as wrong, and over those decided). The
+  extractive generator writes no decision.
 
 Every passage is ingested as a document of its own, and each question is asked through
 the whole answer path (retrieve, rerank, generate, verify, refuse) with a filter to its
@@ -60,6 +61,7 @@ class Case:
     documents: dict[str, tuple[str, str]]  # doc_id -> (title, text)
     answers: tuple[str, ...]
     supporting: frozenset[str]  # doc_ids of the gold passages
+    decision: str | None = None  # PubMedQA's yes / no / maybe
 
 
 def normalise(text: str) -> str:
@@ -102,7 +104,10 @@ def pubmedqa_cases(limit: int) -> Iterator[Case]:
             f"pubmedqa-{row['id']}-{index}": (context["label"].title(), context["text"])
             for index, context in enumerate(row["contexts"])
         }
-        yield Case("PubMedQA", row["question"], documents, (row["long_answer"],), frozenset())
+        yield Case(
+            "PubMedQA", row["question"], documents, (row["long_answer"],), frozenset(),
+            row["final_decision"],
+        )  # fmt: skip
 
 
 def write_corpus(cases: list[Case], folder: Path) -> None:
@@ -126,6 +131,9 @@ def score(case: Case, answer: Answer) -> dict[str, float]:
             bool(text) and any(normalise(g) in normalise(text) for g in case.answers)
         )
         row["cites_supporting"] = float(bool(cited & case.supporting))
+    if case.decision is not None:
+        row["decided"] = float(answer.decision is not None)
+        row["decision_correct"] = float(answer.decision == case.decision)
     return row
 
 
@@ -164,6 +172,15 @@ def run(cases: list[Case], generator: GeneratorSettings) -> dict[str, dict[str, 
                 if key in scored[0]
             },
         }
+        if "decided" in scored[0]:
+            decided = [r for r in scored if r["decided"]]
+            figures[dataset]["decision_accuracy"] = statistics.mean(
+                r["decision_correct"] for r in scored
+            )
+            figures[dataset]["decided"] = len(decided) / len(scored)
+            figures[dataset]["decision_accuracy_when_decided"] = (
+                statistics.mean(r["decision_correct"] for r in decided) if decided else 0.0
+            )
         if "cites_supporting" in scored[0]:
             figures[dataset]["cites_supporting_when_answered"] = (
                 statistics.mean(r["cites_supporting"] for r in answered) if answered else 0.0
@@ -177,9 +194,18 @@ def main() -> None:
     parser.add_argument("--generator", choices=("extractive", "llama-cpp"), default="extractive")
     parser.add_argument("--model-role", default="llm", help="for llama-cpp: llm or llm-small")
     parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--sets", nargs="+", choices=(*MULTIHOP, "PubMedQA"), default=[*MULTIHOP, "PubMedQA"]
+    )
     args = parser.parse_args()
-    cases = [c for n, p in MULTIHOP.items() for c in multihop_cases(n, p, args.questions)]
-    cases += list(pubmedqa_cases(args.questions))
+    cases = [
+        c
+        for n, p in MULTIHOP.items()
+        if n in args.sets
+        for c in multihop_cases(n, p, args.questions)
+    ]
+    if "PubMedQA" in args.sets:
+        cases += list(pubmedqa_cases(args.questions))
     generator = GeneratorSettings(
         kind=args.generator, model_role=args.model_role, max_tokens=args.max_tokens
     )
@@ -187,7 +213,8 @@ def main() -> None:
     label = args.generator if args.generator == "extractive" else f"llama-cpp-{args.model_role}"
     table = Table(title=f"answers end to end, generator {label}")
     columns = ("questions", "refused", "exact_match", "token_f1", "contains_answer",
-               "cites_supporting_when_answered", "p50_ms")  # fmt: skip
+               "cites_supporting_when_answered", "decided", "decision_accuracy",
+               "decision_accuracy_when_decided", "p50_ms")  # fmt: skip
     table.add_column("data set")
     for column in columns:
         table.add_column(column)
@@ -203,9 +230,11 @@ def main() -> None:
     console.print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = "benchmarks/answer_end_to_end.py " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
+        f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
+        for k, v in vars(args).items()
     )
-    out = RESULTS / f"{label}.json"
+    every_set = set(args.sets) == {*MULTIHOP, "PubMedQA"}
+    out = RESULTS / (f"{label}.json" if every_set else f"{label}-{'-'.join(args.sets)}.json")
     out.write_text(json.dumps({"command": command, **figures}, indent=2) + "\n", "utf-8")
     console.print(f"written to {out.relative_to(PROJECT_ROOT)}")
 

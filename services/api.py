@@ -70,6 +70,7 @@ def ask(request: Request, data: JSONBody[AskRequest]) -> dict[str, Any]:
         "question": answer.question,
         "refused": answer.refused,
         "refusal": answer.refusal,
+        "decision": answer.decision,
         "sentences": [
             {
                 "text": sentence.text,

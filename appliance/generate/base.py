@@ -3,10 +3,36 @@ which goes to the audit trail whatever happens to the sentences afterwards)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 from appliance.records import AnswerSentence, Chunk
+
+Decision = Literal["yes", "no", "maybe"]
+"""The short answer to a yes/no question, as the generator read its cited sentences."""
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+
+_CLAUSE = re.compile(r"\s*(?:[:;,.]|--|[\u2013\u2014])\s*")
+_WH = frozenset(
+    ["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "list", "name"]
+)
+_AUXILIARY = frozenset([
+    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "should", "would",
+    "will", "shall", "may", "might", "must", "has", "have", "had",
+])  # fmt: skip
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether a question wants a yes or a no: no clause opens with a wh-word, and it
+    ends with a question mark or a clause opens with an auxiliary ("Is aztreonam safe
+    ...", "Necrotizing fasciitis: an indication for hyperbaric oxygen?"). A decision a
+    generator writes for any other question is not shown."""
+    clauses = [c.split() for c in _CLAUSE.split(question.strip().lower()) if c.split()]
+    openers = {c[0].strip("\"'(") for c in clauses}
+    if not clauses or openers & _WH:
+        return False
+    return question.rstrip().endswith("?") or bool(openers & _AUXILIARY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +52,8 @@ class GeneratedAnswer:
     not_found: bool = False
     """The generator's own view that the passages do not answer. Recorded; the claims it
     wrote anyway are verified like any others, and a refusal follows if none survive."""
+    decision: Decision | None = None
+    """For a yes/no question, the generator's short answer (None when it gave none)."""
 
 
 class Generator(Protocol):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import httpx
 
-from appliance.generate.base import ContextPassage, GeneratedAnswer
+from appliance.generate.base import DECISIONS, ContextPassage, Decision, GeneratedAnswer
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.prompt import answer_schema, build_messages
 from appliance.records import AnswerSentence, Citation
@@ -31,16 +31,18 @@ class GeneratorUnavailable(RuntimeError):
 
 
 _SENTENCE_END = "}]}"
+_CUT_ENDING = '], "decision": "none", "not_found": true}'
 
 
 def complete_sentences(raw: str) -> dict[str, object] | None:
     """The complete sentences of an answer the token limit cut off. The schema puts the
     sentences first, so every sentence object closed before the cut is whole; each is
-    verified like any other. ``not_found`` was never written: it counts as true."""
+    verified like any other. ``decision`` and ``not_found`` were never written: they
+    count as "none" and true."""
     end = raw.rfind(_SENTENCE_END)
     while end != -1:
         try:
-            document = json.loads(raw[: end + len(_SENTENCE_END)] + '], "not_found": true}')
+            document = json.loads(raw[: end + len(_SENTENCE_END)] + _CUT_ENDING)
         except json.JSONDecodeError:
             end = raw.rfind(_SENTENCE_END, 0, end)
             continue
@@ -48,23 +50,30 @@ def complete_sentences(raw: str) -> dict[str, object] | None:
     return None
 
 
-def parse_answer(
-    raw: str, passages: Sequence[ContextPassage]
-) -> tuple[tuple[AnswerSentence, ...], bool]:
-    """The sentences of a structured answer and the model's ``not_found``. Output that
-    does not follow the schema gives no sentences (the pipeline then refuses rather than
-    guess what the model meant); an answer cut off by the token limit keeps its complete
-    sentences; a citation of a chunk outside the context is dropped; a sentence repeated
-    is kept once."""
+class ParsedAnswer(NamedTuple):
+    sentences: tuple[AnswerSentence, ...]
+    not_found: bool
+    decision: Decision | None
+
+
+_UNREADABLE = ParsedAnswer((), True, None)
+
+
+def parse_answer(raw: str, passages: Sequence[ContextPassage]) -> ParsedAnswer:
+    """The sentences of a structured answer, the model's ``not_found`` and its yes/no
+    ``decision``. Output that does not follow the schema gives no sentences (the pipeline
+    then refuses rather than guess what the model meant); an answer cut off by the token
+    limit keeps its complete sentences but no decision; a citation of a chunk outside the
+    context is dropped; a sentence repeated is kept once."""
     try:
         document = json.loads(raw)
     except json.JSONDecodeError:
         salvaged = complete_sentences(raw)
         if salvaged is None:
-            return (), True
+            return _UNREADABLE
         document = salvaged
     if not isinstance(document, dict) or not isinstance(document.get("not_found"), bool):
-        return (), True
+        return _UNREADABLE
     in_context = {p.chunk.chunk_id for p in passages}
     sentences: list[AnswerSentence] = []
     for item in document.get("sentences") or []:
@@ -83,7 +92,10 @@ def parse_answer(
         sentence = AnswerSentence(text.strip(), kind, citations)
         if sentence not in sentences:
             sentences.append(sentence)
-    return tuple(sentences), document["not_found"]
+    decision = document.get("decision")
+    return ParsedAnswer(
+        tuple(sentences), document["not_found"], decision if decision in DECISIONS else None
+    )
 
 
 class OpenAICompatibleGenerator:
@@ -148,8 +160,8 @@ class OpenAICompatibleGenerator:
             raise GeneratorUnavailable(
                 f"{self.name}: not a chat-completions response ({error})"
             ) from error
-        sentences, not_found = parse_answer(raw, passages)
-        return GeneratedAnswer(sentences, raw, self.name, not_found)
+        parsed = parse_answer(raw, passages)
+        return GeneratedAnswer(parsed.sentences, raw, self.name, parsed.not_found, parsed.decision)
 
     def close(self) -> None:
         self._client.close()

@@ -25,6 +25,11 @@ function renderAnswer(answer) {
       box.append(list);
     }
   } else {
+    if (answer.decision) {
+      const short = element("p", `In short: ${answer.decision}`, "decision");
+      short.title = "The generator's reading of the cited sentences below";
+      box.append(short);
+    }
     let number = 0;
     const numbered = [];
     for (const sentence of answer.sentences) {

@@ -79,7 +79,8 @@ async function showRecord(position) {
       part.append(candidatesTable(details.candidates || []));
     }
     if (entry.type === "answer") {
-      const verdict = details.refusal ? `Refused: ${details.refusal}` : "Answered";
+      const short = details.decision ? ` (in short: ${details.decision})` : "";
+      const verdict = details.refusal ? `Refused: ${details.refusal}` : `Answered${short}`;
       part.append(element("p", verdict, details.refusal ? "bad" : "ok"));
       part.append(element("p", `Generator ${details.generator}; verifier ${JSON.stringify(details.verifier)}`, "meta"));
       for (const sentence of details.sentences || []) {

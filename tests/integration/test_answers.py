@@ -3,6 +3,7 @@ access at answer time, and the audit record that must exist before an answer doe
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 from pathlib import Path
@@ -10,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from appliance.access.rules import Resource, Subject
+from appliance.answer import AnswerPipeline
 from appliance.engines import Appliance
-from appliance.generate.base import ContextPassage
-from appliance.generate.extractive import sentences_of
+from appliance.generate.base import ContextPassage, GeneratedAnswer
+from appliance.generate.extractive import ExtractiveGenerator, sentences_of
 from appliance.generate.prompt import build_messages
 from appliance.query import NotRecorded
 from appliance.settings import Settings
@@ -70,6 +72,51 @@ def test_a_question_the_documents_do_not_answer_is_refused_with_the_closest_sour
     assert [s["chunk_id"] for s in record["closest_sources"]] == [
         s.chunk_id for s in answer.closest_sources
     ]
+
+
+class SaysYes:
+    """The extractive generator's real, cited sentences with a "yes" decision written on
+    every answer, as an LLM might write one: what the pipeline keeps is under test."""
+
+    name = "extractive+yes"
+
+    def __init__(self, extractive: ExtractiveGenerator) -> None:
+        self._extractive = extractive
+
+    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
+        answer = self._extractive.generate(question, passages)
+        return dataclasses.replace(answer, decision="yes")
+
+    def close(self) -> None:
+        self._extractive.close()
+
+
+def test_a_decision_is_shown_only_for_an_answered_yes_no_question(
+    sample_appliance: Appliance,
+) -> None:
+    a = sample_appliance
+    pipeline = AnswerPipeline(
+        a.query, a.guard, SaysYes(ExtractiveGenerator(a.embedder)), a.verifier, a.embedder,
+        a.vectors, a.lexical, a.audit_log,
+    )  # fmt: skip
+    asked = {
+        "yes/no": "Should staff rub their hands with alcohol gel for 20 to 30 seconds?",
+        "how long": "How long should I rub my hands with alcohol gel?",
+        "unanswered": "Can I book annual leave online?",
+    }
+    answers = {k: pipeline.ask(q, SAMPLE_READER, in_force_on=TODAY) for k, q in asked.items()}
+    assert not answers["yes/no"].refused and answers["yes/no"].decision == "yes"
+    assert not answers["how long"].refused and answers["how long"].decision is None
+    assert answers["unanswered"].refused and answers["unanswered"].decision is None
+    records = {
+        r["request_id"]: r["details"]
+        for r in audit_entries(a.settings.data_dir, "answer")
+    }  # fmt: skip
+    for kind, answer in answers.items():
+        record = records[answer.request_id]
+        assert record["decision"] == answer.decision, kind
+        if kind != "unanswered":  # refused before the generator was asked
+            assert record["generator_decision"] == "yes", kind
 
 
 def test_injected_instructions_change_nothing(corpus_copy: Path, settings: Settings) -> None:

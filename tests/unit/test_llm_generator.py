@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from appliance.generate.base import ContextPassage
+from appliance.generate.base import ContextPassage, asks_yes_or_no
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator, parse_answer
 from appliance.generate.prompt import answer_schema
 from appliance.records import Chunk, DocumentMetadata
@@ -26,8 +26,10 @@ PASSAGES = [
 ]
 
 
-def _raw(sentences: list[dict[str, object]], not_found: bool = False) -> str:
-    return json.dumps({"not_found": not_found, "sentences": sentences})
+def _raw(
+    sentences: list[dict[str, object]], not_found: bool = False, decision: str = "none"
+) -> str:
+    return json.dumps({"sentences": sentences, "decision": decision, "not_found": not_found})
 
 
 def test_a_structured_answer_is_read_sentence_by_sentence() -> None:
@@ -36,8 +38,8 @@ def test_a_structured_answer_is_read_sentence_by_sentence() -> None:
         {"text": "Give aztreonam and vancomycin.", "kind": "claim",
          "citations": [{"chunk_id": "sepsis@4#0001", "quote": "aztreonam 2 g IV"}]},
     ])  # fmt: skip
-    sentences, not_found = parse_answer(raw, PASSAGES)
-    assert not not_found
+    sentences, not_found, decision = parse_answer(raw, PASSAGES)
+    assert not not_found and decision is None  # "none": not a yes/no question
     assert [s.kind for s in sentences] == ["framing", "claim"]
     assert sentences[1].citations[0].chunk_id == "sepsis@4#0001"
     assert sentences[1].citations[0].quote == "aztreonam 2 g IV"
@@ -53,14 +55,27 @@ def test_a_structured_answer_is_read_sentence_by_sentence() -> None:
     ],
 )
 def test_output_off_the_schema_gives_no_sentences(raw: str) -> None:
-    assert parse_answer(raw, PASSAGES) == ((), True)
+    assert parse_answer(raw, PASSAGES) == ((), True, None)
 
 
 def test_not_found_is_reported_and_repeated_sentences_are_kept_once() -> None:
     claim = {"text": "Take blood cultures.", "kind": "claim",
              "citations": [{"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]}  # fmt: skip
-    sentences, not_found = parse_answer(_raw([claim, claim, claim], not_found=True), PASSAGES)
+    sentences, not_found, _ = parse_answer(_raw([claim, claim, claim], not_found=True), PASSAGES)
     assert not_found and len(sentences) == 1
+
+
+@pytest.mark.parametrize(
+    ("written", "read"), [("yes", "yes"), ("no", "no"), ("maybe", "maybe"), ("none", None),
+                          ("probably", None), (True, None)],
+)  # fmt: skip
+def test_the_decision_is_read_when_it_is_one_of_the_schema_values(
+    written: object, read: str | None
+) -> None:
+    claim = {"text": "Take blood cultures.", "kind": "claim",
+             "citations": [{"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]}  # fmt: skip
+    raw = json.dumps({"sentences": [claim], "decision": written, "not_found": False})
+    assert parse_answer(raw, PASSAGES).decision == read
 
 
 def test_a_citation_of_a_chunk_outside_the_context_is_dropped() -> None:
@@ -69,26 +84,29 @@ def test_a_citation_of_a_chunk_outside_the_context_is_dropped() -> None:
          "citations": [{"chunk_id": "hr-salaries@1#0001", "quote": "salary"},
                        {"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]},
     ])  # fmt: skip
-    (sentence,), _not_found = parse_answer(raw, PASSAGES)
+    (sentence,), _not_found, _decision = parse_answer(raw, PASSAGES)
     assert [c.chunk_id for c in sentence.citations] == ["sepsis@4#0002"]
 
 
 def test_the_schema_allows_only_the_context_chunks_as_citations() -> None:
     schema = answer_schema([p.chunk.chunk_id for p in PASSAGES])
-    good = {"not_found": False, "sentences": [{"text": "x", "kind": "claim",
+    good = {"not_found": False, "decision": "none", "sentences": [{"text": "x", "kind": "claim",
             "citations": [{"chunk_id": "sepsis@4#0001", "quote": "Give"}]}]}  # fmt: skip
     jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):  # a decision is one of four words
+        jsonschema.validate(good | {"decision": "probably"}, schema)
+    with pytest.raises(jsonschema.ValidationError):  # and always written
+        jsonschema.validate({k: v for k, v in good.items() if k != "decision"}, schema)
     bad = json.loads(json.dumps(good))
     bad["sentences"][0]["citations"][0]["chunk_id"] = "other@1#0001"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"sentences": []}, schema)
-    uncited = {"not_found": False, "sentences": [{"text": "x", "kind": "claim", "citations": []}]}
+    uncited = good | {"sentences": [{"text": "x", "kind": "claim", "citations": []}]}
     with pytest.raises(jsonschema.ValidationError):  # a claim must cite
         jsonschema.validate(uncited, schema)
-    framing = {"not_found": False, "sentences": [{"text": "In short:", "kind": "framing",
-               "citations": []}]}  # fmt: skip
+    framing = good | {"sentences": [{"text": "In short:", "kind": "framing", "citations": []}]}
     jsonschema.validate(framing, schema)
 
 
@@ -122,6 +140,26 @@ def test_an_answer_cut_off_by_the_token_limit_keeps_its_complete_sentences() -> 
     whole = {"text": "Take blood cultures first.", "kind": "claim",
              "citations": [{"chunk_id": "sepsis@4#0002", "quote": "Take blood cultures"}]}  # fmt: skip
     cut = json.dumps({"sentences": [whole, whole | {"text": "Then give"}]})[:-40]
-    sentences, not_found = parse_answer(cut, PASSAGES)
+    sentences, not_found, decision = parse_answer(cut, PASSAGES)
     assert [s.text for s in sentences] == ["Take blood cultures first."]
     assert not_found  # never written, so the model did not say the passages answer
+    assert decision is None
+
+
+@pytest.mark.parametrize(
+    ("question", "yes_or_no"),
+    [
+        ("Is aztreonam safe in penicillin allergy?", True),
+        ("should blood cultures be taken before antibiotics", True),  # no question mark
+        ("Necrotizing fasciitis: an indication for hyperbaric oxygenation therapy?", True),
+        ("Acute respiratory distress in children--can we predict outcome?", True),
+        ("What is the dose of aztreonam?", False),
+        ("Sepsis: which antibiotic comes first?", False),
+        ("How long should I rub my hands, and is gel enough?", False),
+        ("List the steps of the sepsis bundle", False),
+        ("aztreonam dose", False),
+        ("", False),
+    ],
+)
+def test_yes_no_questions_are_told_from_others(question: str, yes_or_no: bool) -> None:
+    assert asks_yes_or_no(question) is yes_or_no
