@@ -9,7 +9,7 @@ NLI verifier (and any other NLI model installed in the role "verifier").
 - NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
   training run), three-way accuracy and the precision of "entailed".
 
-    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label 4000]
+    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N]
 """
 
 from __future__ import annotations
@@ -84,7 +84,10 @@ def evaluate(verifier: EntailmentVerifier, pairs: list[tuple[str, str, str]]) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--per-label", type=int, default=4000, help="as in the training run")
+    parser.add_argument(
+        "--per-label", type=int, default=None,
+        help="as in the training run (default: no cap, as train-verifier's default)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--held-out", type=float, default=0.1)
     args = parser.parse_args()
