@@ -178,9 +178,10 @@ def run(cases: list[Case], generator: GeneratorSettings) -> dict[str, dict[str, 
                 r["decision_correct"] for r in scored
             )
             figures[dataset]["decided"] = len(decided) / len(scored)
-            figures[dataset]["decision_accuracy_when_decided"] = (
-                statistics.mean(r["decision_correct"] for r in decided) if decided else 0.0
-            )
+            if decided:  # absent, shown as n/a, rather than a 0 that no answer earned
+                figures[dataset]["decision_accuracy_when_decided"] = statistics.mean(
+                    r["decision_correct"] for r in decided
+                )
         if "cites_supporting" in scored[0]:
             figures[dataset]["cites_supporting_when_answered"] = (
                 statistics.mean(r["cites_supporting"] for r in answered) if answered else 0.0
