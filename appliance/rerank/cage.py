@@ -117,7 +117,8 @@ class CageReranker:
             encoder = WeightedRGCNConv(x.size(1), cfg.hidden, relations)
         aggregated = encoder.aggregate_inputs(x, edge_index, edge_type, edge_weight)
         optimiser = torch.optim.Adam(encoder.parameters(), lr=cfg.learning_rate, fused=True)
-        off_diagonal = ~torch.eye(k, dtype=torch.bool)
+        off_diagonal = 1.0 - torch.eye(k)
+        pairs = k * (k - 1)
 
         def similarities() -> torch.Tensor:
             hidden = encoder.forward_aggregated(aggregated).relu()
@@ -127,7 +128,9 @@ class CageReranker:
 
         for _epoch in range(cfg.epochs):
             optimiser.zero_grad()
-            loss = similarities()[off_diagonal].mean()
+            # The mean over i != j; a product with the mask, not a boolean index,
+            # whose backward is a slow accumulating index_put.
+            loss = (similarities() * off_diagonal).sum() / pairs
             loss.backward()
             optimiser.step()
         with torch.no_grad():

@@ -29,9 +29,9 @@ class Aggregated:
     weight (measured faster here than one GEMM over a zero-padded stack)."""
 
     x: Tensor
-    relations: tuple[int, ...]  # the relations that occur
-    targets: tuple[Tensor, ...]  # per relation: nodes with incoming edges of that type
-    means: tuple[Tensor, ...]  # per relation: (len(targets), in_channels)
+    relations: tuple[int, ...]  # the relations that occur, ascending
+    means: tuple[Tensor, ...]  # per relation: (its target count, in_channels)
+    targets: Tensor  # the target node of every row of ``means``, relation after relation
 
 
 class WeightedRGCNConv(MessagePassing):
@@ -40,17 +40,30 @@ class WeightedRGCNConv(MessagePassing):
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.num_relations = num_relations
-        self.weight = nn.Parameter(torch.empty(num_relations, in_channels, out_channels))
+        # One parameter per relation, not one stacked tensor: a relation absent from the
+        # graphs gets no gradient, so Adam skips it, and no backward stacks the gradients.
+        self.relation_weights = nn.ParameterList(
+            nn.Parameter(torch.empty(in_channels, out_channels)) for _ in range(num_relations)
+        )
         self.root = nn.Parameter(torch.empty(in_channels, out_channels))
         self.bias = nn.Parameter(torch.empty(out_channels))
         self.reset_parameters()
 
+    @property
+    def weight(self) -> Tensor:
+        """Every relation's weight, stacked (num_relations, in_channels, out_channels)."""
+        return torch.stack(list(self.relation_weights))
+
     def reset_parameters(self) -> None:
-        # Glorot, as RGCNConv initialises its weights.
-        for parameter in (self.weight, self.root):
-            fan_in, fan_out = parameter.shape[-2], parameter.shape[-1]
-            bound = math.sqrt(6.0 / (fan_in + fan_out))
-            nn.init.uniform_(parameter, -bound, bound)
+        # Glorot, as RGCNConv initialises its weights (drawn as one stacked tensor, so a
+        # seed gives the same weights as RGCNConv's layout would).
+        bound = math.sqrt(6.0 / (self.in_channels + self.out_channels))
+        with torch.no_grad():
+            drawn = torch.empty(self.num_relations, self.in_channels, self.out_channels)
+            nn.init.uniform_(drawn, -bound, bound)
+            for parameter, values in zip(self.relation_weights, drawn, strict=True):
+                parameter.copy_(values)
+            nn.init.uniform_(self.root, -bound, bound)
         nn.init.zeros_(self.bias)
 
     def aggregate_inputs(
@@ -58,35 +71,40 @@ class WeightedRGCNConv(MessagePassing):
     ) -> Aggregated:
         if edge_weight is None:
             edge_weight = torch.ones(edge_index.size(1), dtype=x.dtype, device=x.device)
-        relations: list[int] = []
-        targets: list[Tensor] = []
-        means: list[Tensor] = []
-        size = (x.size(0), x.size(0))
-        for relation in range(self.num_relations):
-            mask = edge_type == relation
-            if not bool(mask.any()):
-                continue
-            sub_index = edge_index[:, mask]
-            summed = self.propagate(sub_index, x=x, edge_weight=edge_weight[mask], size=size)
-            ones = torch.ones_like(sub_index[1], dtype=x.dtype)
-            count = scatter(ones, sub_index[1], dim_size=x.size(0))
-            nodes = torch.nonzero(count > 0).flatten()
-            relations.append(relation)
-            targets.append(nodes)
-            means.append(summed[nodes] / count[nodes].unsqueeze(-1))
-        return Aggregated(x, tuple(relations), tuple(targets), tuple(means))
+        nodes = x.size(0)
+        # One pass over all edges: each (relation, target) pair is its own slot.
+        slot = edge_type * nodes + edge_index[1]
+        slots, inverse = torch.unique(slot, return_inverse=True)
+        slot_index = torch.stack([edge_index[0], inverse])
+        summed = self.propagate(
+            slot_index, x=x, edge_weight=edge_weight, size=(nodes, slots.numel())
+        )
+        count = scatter(torch.ones_like(inverse, dtype=x.dtype), inverse, dim_size=slots.numel())
+        means = summed / count.unsqueeze(-1)
+        relation_of_slot = slots // nodes
+        per_relation = torch.bincount(relation_of_slot, minlength=self.num_relations)
+        relations = tuple(int(r) for r in torch.nonzero(per_relation).flatten())
+        return Aggregated(
+            x=x,
+            relations=relations,
+            means=torch.split(means, [int(per_relation[r]) for r in relations]),
+            targets=slots % nodes,
+        )
 
     def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
         return edge_weight.unsqueeze(-1) * x_j
 
     def forward_aggregated(self, aggregated: Aggregated) -> Tensor:
+        # One index_add for all relations, not one each.
+        messages = [
+            mean @ self.relation_weights[relation]
+            for relation, mean in zip(aggregated.relations, aggregated.means, strict=True)
+        ]
         out = aggregated.x @ self.root + self.bias
-        # One gather of the relations that occur, not an index per relation: each
-        # index's backward would fill a zero tensor the size of every relation's weights.
-        weights = self.weight[list(aggregated.relations)].unbind(0)
-        for weight, nodes, mean in zip(weights, aggregated.targets, aggregated.means, strict=True):
-            out = out.index_add(0, nodes, mean @ weight)
-        return out
+        if not messages:
+            return out
+        stacked = messages[0] if len(messages) == 1 else torch.cat(messages)
+        return out.index_add(0, aggregated.targets, stacked)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_type: Tensor, edge_weight: Tensor | None = None

@@ -20,7 +20,8 @@ def test_equals_rgcnconv_when_every_weight_is_one() -> None:
         reference = RGCNConv(12, 7, num_relations=5)
         ours = WeightedRGCNConv(12, 7, num_relations=5)
         with torch.no_grad():
-            ours.weight.copy_(reference.weight)
+            for relation, weight in enumerate(ours.relation_weights):
+                weight.copy_(reference.weight[relation])
             ours.root.copy_(reference.root)
             ours.bias.copy_(torch.randn(7))
             reference.bias.copy_(ours.bias)
@@ -52,5 +53,32 @@ def test_gradients_flow_through_the_precomputed_path() -> None:
     layer = WeightedRGCNConv(12, 7, num_relations=5)
     aggregated = layer.aggregate_inputs(x, edge_index, edge_type)
     layer.forward_aggregated(aggregated).relu().sum().backward()
-    assert layer.weight.grad is not None and float(layer.weight.grad.abs().sum()) > 0
+    for weight in layer.relation_weights:
+        assert weight.grad is not None and float(weight.grad.abs().sum()) > 0
     assert layer.root.grad is not None and float(layer.root.grad.abs().sum()) > 0
+
+
+def test_a_relation_absent_from_the_graph_gets_no_gradient() -> None:
+    x, edge_index, edge_type = random_graph(5, relations=3)  # relations 3 and 4 never occur
+    layer = WeightedRGCNConv(12, 7, num_relations=5)
+    aggregated = layer.aggregate_inputs(x, edge_index, edge_type)
+    assert aggregated.relations == (0, 1, 2)
+    layer.forward_aggregated(aggregated).relu().sum().backward()
+    assert [weight.grad is None for weight in layer.relation_weights] == [False] * 3 + [True] * 2
+
+
+def test_a_graph_without_edges_is_its_root_transform() -> None:
+    x = torch.randn(4, 12)
+    layer = WeightedRGCNConv(12, 7, num_relations=5)
+    empty = torch.empty(2, 0, dtype=torch.long)
+    out = layer(x, empty, torch.empty(0, dtype=torch.long))
+    assert torch.allclose(out, x @ layer.root + layer.bias)
+
+
+def test_the_same_seed_draws_the_same_weights() -> None:
+    torch.manual_seed(7)
+    first = WeightedRGCNConv(12, 7, num_relations=5)
+    torch.manual_seed(7)
+    second = WeightedRGCNConv(12, 7, num_relations=5)
+    assert torch.equal(first.weight, second.weight) and torch.equal(first.root, second.root)
+    assert first.weight.shape == (5, 12, 7)
