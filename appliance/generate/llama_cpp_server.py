@@ -130,6 +130,20 @@ class LlamaCppServer:
             process.kill()
             process.wait()
 
+    def death(self) -> str | None:
+        """How the server process ended, if it has: so that an error names the cause
+        (a crash in the model runtime) rather than only a dropped connection."""
+        process = self._process
+        if process is None or process.poll() is None:
+            return None
+        code = process.returncode
+        try:
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
+        except ValueError:
+            how = f"signal {-code}"
+        where = f"; its log is {self._log_path}" if self._log_path else ""
+        return f"the llama.cpp server died ({how}){where}"
+
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None

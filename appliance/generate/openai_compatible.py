@@ -147,8 +147,9 @@ class OpenAICompatibleGenerator:
         try:
             response = self._client.post("/chat/completions", json=body)
         except httpx.HTTPError as error:
+            died = self._server.death() if self._server is not None else None
             raise GeneratorUnavailable(
-                f"{self.name}: no answer from the server ({error})"
+                f"{self.name}: no answer from the server ({died or error})"
             ) from error
         if response.status_code != 200:
             raise GeneratorUnavailable(

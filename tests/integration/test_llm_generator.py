@@ -130,6 +130,29 @@ def test_a_model_file_the_server_cannot_load_fails_clearly(tmp_path: Path) -> No
         LlamaCppServer(tmp_path / "absent.gguf")
 
 
+def test_a_server_that_dies_is_an_error_that_says_how_it_died(tmp_path: Path) -> None:
+    import signal
+
+    settings = make_settings(
+        tmp_path / "data", generator=GeneratorSettings(kind="llama-cpp", model_role="llm-small")
+    )
+    with Appliance(settings) as appliance:
+        appliance.ingestor.ingest([SAMPLE_CORPUS / "hand-hygiene-policy.md"])
+        generator = appliance.generator
+        assert isinstance(generator, OpenAICompatibleGenerator)
+        server = generator._server
+        assert server is not None and server.death() is None
+        assert server._process is not None
+        server._process.send_signal(signal.SIGSEGV)  # as a crash in the model runtime
+        server._process.wait()
+        with pytest.raises(GeneratorUnavailable, match=r"server died \(signal SIGSEGV\).*log"):
+            appliance.answers.ask(
+                "How long should I rub my hands?", CLINICIAN_ED, in_force_on=TODAY
+            )
+    (record,) = audit_entries(settings.data_dir, "answer")
+    assert "signal SIGSEGV" in record["details"]["error"]
+
+
 def test_an_unreachable_server_is_an_error_not_an_answer(tmp_path: Path) -> None:
     settings = make_settings(
         tmp_path / "data",
