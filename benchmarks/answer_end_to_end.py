@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import statistics
 import string
 import tempfile
@@ -152,13 +153,17 @@ def run(cases: list[Case], generator: GeneratorSettings) -> dict[str, dict[str, 
             )
             reader = reader_of_everything(appliance)
             rows: dict[str, list[dict[str, float]]] = {}
-            for case in track(cases, description="asking", console=console):
-                own = AnyOf("doc_id", tuple(case.documents))
-                started = time.perf_counter()
-                answer = appliance.answers.ask(case.question, reader, own)
-                row = score(case, answer)
-                row["ms"] = (time.perf_counter() - started) * 1000
-                rows.setdefault(case.dataset, []).append(row)
+            try:
+                for case in track(cases, description="asking", console=console):
+                    own = AnyOf("doc_id", tuple(case.documents))
+                    started = time.perf_counter()
+                    answer = appliance.answers.ask(case.question, reader, own)
+                    row = score(case, answer)
+                    row["ms"] = (time.perf_counter() - started) * 1000
+                    rows.setdefault(case.dataset, []).append(row)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what was measured
+                asked = sum(len(r) for r in rows.values())
+                console.print(f"interrupted: figures over the {asked} questions answered so far")
     figures = {}
     for dataset, scored in rows.items():
         answered = [r for r in scored if not r["refused"]]
@@ -199,6 +204,7 @@ def main() -> None:
         "--sets", nargs="+", choices=(*MULTIHOP, "PubMedQA"), default=[*MULTIHOP, "PubMedQA"]
     )
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` keeps the figures too
     cases = [
         c
         for n, p in MULTIHOP.items()
