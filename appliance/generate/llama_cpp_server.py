@@ -108,8 +108,9 @@ class LlamaCppServer:
             if self._process.poll() is not None:
                 code = self._process.returncode
                 self._process = None
-                where = f"; its log is {self._log_path}" if self._log_path else ""
-                raise ServerFailed(f"the llama.cpp server exited with status {code}{where}")
+                raise ServerFailed(
+                    f"the llama.cpp server exited with status {code}{self._log_hint()}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
                     return self
@@ -141,8 +142,10 @@ class LlamaCppServer:
             how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
         except ValueError:
             how = f"signal {-code}"
-        where = f"; its log is {self._log_path}" if self._log_path else ""
-        return f"the llama.cpp server died ({how}){where}"
+        return f"the llama.cpp server died ({how}){self._log_hint()}"
+
+    def _log_hint(self) -> str:
+        return f"; its log is {self._log_path}" if self._log_path else ""
 
     @property
     def running(self) -> bool:

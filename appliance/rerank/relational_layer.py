@@ -103,8 +103,7 @@ class WeightedRGCNConv(MessagePassing):
         out = aggregated.x @ self.root + self.bias
         if not messages:
             return out
-        stacked = messages[0] if len(messages) == 1 else torch.cat(messages)
-        return out.index_add(0, aggregated.targets, stacked)
+        return out.index_add(0, aggregated.targets, torch.cat(messages))
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_type: Tensor, edge_weight: Tensor | None = None
