@@ -3,7 +3,9 @@ clipped optimiser step, and bfloat16 autocast on CPUs that have it."""
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
 
@@ -21,6 +23,27 @@ def optimiser_and_schedule(
         lambda step: min(1.0, (step + 1) / warm_up) * max(0.0, 1 - step / max(1, steps)),
     )
     return optimiser, schedule
+
+
+Item = TypeVar("Item")
+
+
+def length_bucketed_batches(
+    items: Sequence[Item], length: Callable[[Item], int], batch_size: int, rng: random.Random
+) -> list[list[Item]]:
+    """Shuffled batches of items of like length: each batch is padded to its longest
+    item, so a few long pairs scattered through every batch would make all of them long.
+    Items are shuffled, sorted by length within windows of 50 batches, cut, and the
+    batches shuffled again, so the order stays random from epoch to epoch."""
+    order = list(items)
+    rng.shuffle(order)
+    window = batch_size * 50
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window], key=length)
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
 
 
 def update(
