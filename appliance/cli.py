@@ -538,6 +538,13 @@ def models_train_verifier(
         list[str] | None,
         typer.Option(help="FILE_NAME=TIMES: show that file's training pairs TIMES per epoch."),
     ] = None,
+    contrast: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="FILE_NAME: add that file's entailed and contradicted training claims "
+            "negated, with the opposite label (SciFact's contradictions are negated claims)."
+        ),
+    ] = None,
     seed: int = 13,
 ) -> None:
     """Fine-tune the NLI verifier (entailment / neutral / contradiction) from the shipped
@@ -545,6 +552,7 @@ def models_train_verifier(
     import random
 
     from appliance.rerank.train_cross_encoder import now, write_manifest
+    from appliance.verify.claim_negation import contrast_pairs
     from appliance.verify.train_verifier import (
         VerifierTrainer,
         balance,
@@ -558,13 +566,14 @@ def models_train_verifier(
         pairs = read_nli(data)
     except ValueError as error:
         raise fail(str(error), code=2) from None
-    unknown = set(repeats) - {path.name for path in data}
-    if unknown:
-        raise fail(f"--repeat names files that are not among --data: {sorted(unknown)}", code=2)
+    for option, names in (("--repeat", set(repeats)), ("--contrast", set(contrast or []))):
+        unknown = names - {path.name for path in data}
+        if unknown:
+            raise fail(f"{option} names files that are not among --data: {sorted(unknown)}", code=2)
     rng = random.Random(seed)
     chosen = balance(pairs, per_label, rng)
     cut = max(1, int(len(chosen) * held_out))
-    held, training = chosen[:cut], repeat_in_domain(chosen[cut:], repeats)
+    held, training = chosen[:cut], chosen[cut:]
     provenance = {
         "trained_at": now(),
         "trained_on": ", ".join(str(p) for p in data),
@@ -572,6 +581,10 @@ def models_train_verifier(
         "base_model": "all-MiniLM-L6-v2 (role embedder)",
     }
     with open_appliance() as appliance:
+        if contrast:  # training pairs only: the held-out pairs stay as drawn
+            nlp = appliance.registry.load("spacy-vectors")
+            training += contrast_pairs(training, contrast, nlp)
+        training = repeat_in_domain(training, repeats)
         base = appliance.registry.resolve(appliance.settings.embedder_role).directory
         site = appliance.registry.site_models_dir
         trainer = VerifierTrainer(base, epochs=epochs, max_length=max_length, seed=seed)

@@ -96,9 +96,15 @@ def corpus_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def graph_builder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The real en_core_web_md pipeline, through the registry, wrapped in the graph builder."""
+def spacy_pipeline(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The real en_core_web_md pipeline, through the registry."""
+    with Appliance(make_settings(tmp_path_factory.mktemp("spacy"))) as appliance:
+        return appliance.registry.load("spacy-vectors")
+
+
+@pytest.fixture(scope="session")
+def graph_builder(spacy_pipeline):  # type: ignore[no-untyped-def]
+    """The real spaCy pipeline wrapped in the graph builder."""
     from appliance.nlp.parse_graph import ParseGraphBuilder
 
-    with Appliance(make_settings(tmp_path_factory.mktemp("spacy"))) as appliance:
-        return ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
+    return ParseGraphBuilder(spacy_pipeline)

@@ -57,12 +57,19 @@ def test_in_domain_pairs_repeat_only_where_asked() -> None:
             parse_repeats([bad])
 
 
-def test_a_repeat_of_a_file_not_trained_on_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("option", "value"), [("--repeat", "other.jsonl=2"), ("--contrast", "other.jsonl")]
+)
+def test_a_file_named_but_not_trained_on_is_refused(
+    tmp_path: Path, option: str, value: str
+) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "entailment"}))
-    arguments = ["models", "train-verifier", "--data", str(pairs), "--repeat", "other.jsonl=2"]
+    arguments = ["models", "train-verifier", "--data", str(pairs), option, value]
     result = runner.invoke(app, arguments, env={"APPLIANCE_DATA_DIR": str(tmp_path / "data")})
-    assert result.exit_code == 2 and "not among --data" in result.output
+    assert result.exit_code == 2 and f"{option} names files that are not among --data" in (
+        result.output
+    )
     assert not (tmp_path / "data" / "models").exists()
 
 
@@ -86,8 +93,9 @@ def test_train_a_tiny_verifier_and_answer_with_it(
 ) -> None:
     data_dir = tmp_path / "data"
     monkeypatch.setenv("APPLIANCE_DATA_DIR", str(data_dir))
-    arguments = ["models", "train-verifier", "--data", str(NLI / "scifact.train.jsonl")]
-    result = runner.invoke(app, [*arguments, "--per-label", "30", "--max-length", "64"])
+    arguments = ["models", "train-verifier", "--data", str(NLI / "scifact.train.jsonl"),
+                 "--contrast", "scifact.train.jsonl", "--per-label", "30", "--max-length", "64"]  # fmt: skip
+    result = runner.invoke(app, arguments)
     assert result.exit_code == 0, result.output
     registry = ModelRegistry(make_settings(data_dir))
     manifest = registry.manifest("verifier")
