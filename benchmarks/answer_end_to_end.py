@@ -13,7 +13,9 @@
 
 Every passage is ingested as a document of its own, and each question is asked through
 the whole answer path (retrieve, rerank, generate, verify, refuse) with a filter to its
-own documents. A temporary data directory per run.
+own documents. A temporary data directory per run. A generator error (a timeout, a
+malformed reply) is counted and the run goes on; three in a row stop it. Figures are
+over the questions answered.
 
     .venv/bin/python benchmarks/answer_end_to_end.py [--questions 100] [--generator extractive]
 """
@@ -28,6 +30,7 @@ import statistics
 import string
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +42,7 @@ from rich.table import Table
 from appliance.answer import Answer
 from appliance.engines import Appliance
 from appliance.eval.golden import reader_of_everything
+from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.filters import AnyOf
 from appliance.settings import PROJECT_ROOT, GeneratorSettings, Settings
 
@@ -50,6 +54,7 @@ MULTIHOP = {
 }
 PUBMEDQA = SHARED / "pubmedqa" / "pqa_l.jsonl"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "answer_end_to_end"
+FAILURES_THAT_STOP = 3  # a server that died fails every question; stop rather than spin
 console = Console()
 
 
@@ -153,22 +158,39 @@ def run(cases: list[Case], generator: GeneratorSettings) -> dict[str, dict[str, 
             )
             reader = reader_of_everything(appliance)
             rows: dict[str, list[dict[str, float]]] = {}
+            errors: Counter[str] = Counter()
+            failed_in_a_row = 0
             try:
                 for case in track(cases, description="asking", console=console):
                     own = AnyOf("doc_id", tuple(case.documents))
                     started = time.perf_counter()
-                    answer = appliance.answers.ask(case.question, reader, own)
+                    try:
+                        answer = appliance.answers.ask(case.question, reader, own)
+                    except GeneratorUnavailable as error:  # one timeout is not the end
+                        errors[case.dataset] += 1
+                        failed_in_a_row += 1
+                        console.print(f"[red]generator error[/red] ({case.dataset}): {error}")
+                        if failed_in_a_row == FAILURES_THAT_STOP:
+                            console.print(f"{FAILURES_THAT_STOP} errors in a row: stopping")
+                            break
+                        continue
+                    failed_in_a_row = 0
                     row = score(case, answer)
                     row["ms"] = (time.perf_counter() - started) * 1000
                     rows.setdefault(case.dataset, []).append(row)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep what was measured
                 asked = sum(len(r) for r in rows.values())
                 console.print(f"interrupted: figures over the {asked} questions answered so far")
-    figures = {}
+    figures: dict[str, dict[str, float]] = {
+        dataset: {"questions": 0, "generator_errors": count}
+        for dataset, count in errors.items()
+        if dataset not in rows
+    }
     for dataset, scored in rows.items():
         answered = [r for r in scored if not r["refused"]]
         figures[dataset] = {
             "questions": len(scored),
+            "generator_errors": errors[dataset],
             "refused": statistics.mean(r["refused"] for r in scored),
             "p50_ms": statistics.median(r["ms"] for r in scored),
             **{
@@ -219,8 +241,8 @@ def main() -> None:
     figures = run(cases, generator)
     label = args.generator if args.generator == "extractive" else f"llama-cpp-{args.model_role}"
     table = Table(title=f"answers end to end, generator {label}")
-    columns = ("questions", "refused", "exact_match", "token_f1", "contains_answer",
-               "cites_supporting_when_answered", "decided", "decision_accuracy",
+    columns = ("questions", "generator_errors", "refused", "exact_match", "token_f1",
+               "contains_answer", "cites_supporting_when_answered", "decided", "decision_accuracy",
                "decision_accuracy_when_decided", "p50_ms")  # fmt: skip
     table.add_column("data set")
     for column in columns:
@@ -229,7 +251,8 @@ def main() -> None:
         table.add_row(
             dataset,
             *(
-                "n/a" if c not in row else f"{row[c]:.0f}" if c in ("questions", "p50_ms")
+                "n/a" if c not in row
+                else f"{row[c]:.0f}" if c in ("questions", "generator_errors", "p50_ms")
                 else f"{row[c]:.3f}"
                 for c in columns
             ),
