@@ -5,8 +5,9 @@ public NLI sets hold almost no such pairs in the science domain. If a premise en
 claim, it contradicts the claim's negation; if it contradicts a claim, it entails the
 negation. Both directions are added, so that "not" alone never predicts a label. A
 supported claim with a direction word (increases, higher, promotes ...) and no negation
-also gives its reversal as a contradiction. The negation works on the spaCy dependency parse of the
-claim's main clause; a claim it cannot place a negation in is left out.
+also gives its reversal as a contradiction. The negation works on the dependency parse
+(the registry's spaCy pipeline) of the claim's main clause; a claim it cannot place a
+negation in is left out.
 """
 
 from __future__ import annotations
@@ -81,9 +82,8 @@ def contrast_pairs(pairs: Sequence[NliPair], sources: Iterable[str], nlp: Any) -
     """New pairs from the entailed and contradicted pairs of the named files: each
     hypothesis negated with the opposite label, and each entailed hypothesis reversed in
     direction as a contradiction. Each distinct claim is parsed once."""
-    chosen = [
-        p for p in pairs if p.source in set(sources) and p.label in ("entailment", "contradiction")
-    ]
+    named = set(sources)
+    chosen = [p for p in pairs if p.source in named and p.label in ("entailment", "contradiction")]
     claims = sorted({p.hypothesis for p in chosen})
     negated = dict(zip(claims, (negate(doc) for doc in nlp.pipe(claims)), strict=True))
     added: dict[tuple[str, str], NliPair] = {}
