@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from appliance.nlp.parse_graph import ENTITY_TYPES, RELATIONS, UPOS, PassageGraph
-from appliance.rerank.relational_layer import WeightedRGCNConv
+from appliance.rerank.diversity_training import DiversityTraining
+from appliance.rerank.relational_layer import aggregate_inputs, glorot_weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,38 +56,53 @@ def graph_tensors(
     graph: PassageGraph, beta: float, reweight: bool, relational: bool
 ) -> GraphTensors:
     """Node features [vector | one-hot POS | one-hot entity | weight] and weighted edges."""
-    n = max(graph.num_nodes, 1)
-    dimension = (
-        graph.vectors.shape[1] if graph.vectors.ndim == 2 and graph.vectors.shape[1] else 300
-    )
-    vectors = np.zeros((n, dimension), dtype=np.float32)
-    pos = np.zeros((n, len(UPOS)), dtype=np.float32)
-    entity = np.zeros((n, len(ENTITY_TYPES)), dtype=np.float32)
-    if graph.num_nodes:
-        vectors[: graph.num_nodes] = graph.vectors.astype(np.float32)
-        pos[np.arange(graph.num_nodes), graph.pos.astype(np.int64)] = 1.0
-        entity[np.arange(graph.num_nodes), graph.entity.astype(np.int64)] = 1.0
-    node_weight = np.ones((n, 1), dtype=np.float32)
-    edges = graph.edges.astype(np.int64).reshape(-1, 2)
+    tensors, _batch = query_tensors([graph], beta, reweight, relational)
+    return tensors
+
+
+def query_tensors(
+    graphs: Sequence[PassageGraph], beta: float, reweight: bool, relational: bool
+) -> tuple[GraphTensors, torch.Tensor]:
+    """The graphs as one disjoint graph (as ``graph_tensors`` makes each), and each
+    node's graph. A graph without nodes gets one featureless node."""
+    nodes = np.array([max(g.num_nodes, 1) for g in graphs], dtype=np.int64)
+    first_node = np.concatenate([[0], np.cumsum(nodes)[:-1]]).astype(np.int64)
+    total = int(nodes.sum())
+    shaped = [g.vectors for g in graphs if g.num_nodes and g.vectors.ndim == 2]
+    dimension = shaped[0].shape[1] if shaped and shaped[0].shape[1] else 300
+    vectors = np.zeros((total, dimension), dtype=np.float32)
+    pos = np.zeros((total, len(UPOS)), dtype=np.float32)
+    entity = np.zeros((total, len(ENTITY_TYPES)), dtype=np.float32)
+    real = np.concatenate(
+        [np.arange(o, o + g.num_nodes) for g, o in zip(graphs, first_node, strict=True)]
+    ).astype(np.int64)
+    if len(real):
+        present = [g for g in graphs if g.num_nodes]
+        vectors[real] = np.concatenate([g.vectors for g in present])
+        pos[real, np.concatenate([g.pos for g in present]).astype(np.int64)] = 1.0
+        entity[real, np.concatenate([g.entity for g in present]).astype(np.int64)] = 1.0
+    edges = np.concatenate(
+        [g.edges.reshape(-1, 2) + o for g, o in zip(graphs, first_node, strict=True)]
+    ).astype(np.int64)
+    edge_type = np.concatenate([g.edge_types for g in graphs]).astype(np.int64)
+    node_weight = np.ones((total, 1), dtype=np.float32)
     edge_weight = np.ones(len(edges), dtype=np.float32)
-    if reweight and graph.num_nodes:
-        out_degree = (
-            np.bincount(edges[:, 0], minlength=n) if len(edges) else np.zeros(n, dtype=np.int64)
-        )
-        lightest = out_degree == out_degree.min()
+    if reweight:
+        out_degree = np.bincount(edges[:, 0], minlength=total)
+        lightest = out_degree == np.repeat(np.minimum.reduceat(out_degree, first_node), nodes)
+        # a graph without nodes has nothing to reweight
+        lightest &= np.repeat([g.num_nodes > 0 for g in graphs], nodes)
         node_weight[lightest] *= beta
-        if len(edges):
-            edge_weight[lightest[edges[:, 0]] | lightest[edges[:, 1]]] *= beta
-    features = (
-        np.concatenate([vectors, pos, entity, np.ones((n, 1), np.float32)], axis=1) * node_weight
-    )
-    edge_type = graph.edge_types.astype(np.int64) if relational else np.zeros(len(edges), np.int64)
-    return GraphTensors(
+        edge_weight[lightest[edges[:, 0]] | lightest[edges[:, 1]]] *= beta
+    features = np.concatenate([vectors, pos, entity, node_weight], axis=1)
+    features[:, :-1] *= node_weight
+    tensors = GraphTensors(
         x=torch.from_numpy(features),
-        edge_index=torch.from_numpy(edges.T.copy()).reshape(2, -1),
-        edge_type=torch.from_numpy(edge_type),
+        edge_index=torch.from_numpy(edges.T.copy()),
+        edge_type=torch.from_numpy(edge_type if relational else np.zeros_like(edge_type)),
         edge_weight=torch.from_numpy(edge_weight),
     )
+    return tensors, torch.from_numpy(np.repeat(np.arange(len(graphs)), nodes))
 
 
 class CageReranker:
@@ -102,39 +117,19 @@ class CageReranker:
         if k < 2:
             return np.zeros(k, dtype=np.float32)
         cfg = self.config
-        parts = [graph_tensors(g, cfg.beta, cfg.reweight, cfg.relational) for g in graphs]
-        offsets = np.cumsum([0] + [p.x.size(0) for p in parts])
-        x = torch.cat([p.x for p in parts])
-        edge_index = torch.cat(
-            [p.edge_index + int(o) for p, o in zip(parts, offsets, strict=False)], dim=1
-        )
-        edge_type = torch.cat([p.edge_type for p in parts])
-        edge_weight = torch.cat([p.edge_weight for p in parts])
-        batch = torch.repeat_interleave(torch.arange(k), torch.tensor([p.x.size(0) for p in parts]))
+        tensors, batch = query_tensors(graphs, cfg.beta, cfg.reweight, cfg.relational)
         relations = len(RELATIONS) if cfg.relational else 1
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
-            encoder = WeightedRGCNConv(x.size(1), cfg.hidden, relations)
-        aggregated = encoder.aggregate_inputs(x, edge_index, edge_type, edge_weight)
-        optimiser = torch.optim.Adam(encoder.parameters(), lr=cfg.learning_rate, fused=True)
+            relation_weights, root = glorot_weights(relations, tensors.x.size(1), cfg.hidden)
+        aggregated = aggregate_inputs(
+            tensors.x, tensors.edge_index, tensors.edge_type, tensors.edge_weight, relations
+        )
+        training = DiversityTraining(aggregated, batch, relation_weights, root)
+        training.train(cfg.epochs, cfg.learning_rate)
+        unit, _norm = training.embeddings(training.pre_activations())
+        c = unit @ unit.T
         off_diagonal = 1.0 - torch.eye(k)
-        pairs = k * (k - 1)
-
-        def similarities() -> torch.Tensor:
-            hidden = encoder.forward_aggregated(aggregated).relu()
-            pooled = torch.zeros(k, cfg.hidden).index_add(0, batch, hidden)
-            normalised = F.normalize(pooled, dim=1)
-            return normalised @ normalised.T
-
-        for _epoch in range(cfg.epochs):
-            optimiser.zero_grad()
-            # The mean over i != j; a product with the mask, not a boolean index,
-            # whose backward is a slow accumulating index_put.
-            loss = (similarities() * off_diagonal).sum() / pairs
-            loss.backward()
-            optimiser.step()
-        with torch.no_grad():
-            c = similarities()
         s = (c * off_diagonal).sum(dim=1) / (k - 1)
         return s.numpy().astype(np.float32)
 

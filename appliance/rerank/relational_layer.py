@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import scatter
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +32,49 @@ class Aggregated:
     targets: Tensor  # the target node of every row of ``means``, relation after relation
 
 
-class WeightedRGCNConv(MessagePassing):
+def glorot_weights(
+    num_relations: int, in_channels: int, out_channels: int
+) -> tuple[Tensor, Tensor]:
+    """Relation weights (num_relations, in, out) and root weight (in, out), drawn from the
+    global generator as RGCNConv draws its own (one stacked tensor, then the root), so a
+    seed gives the same weights in either layout."""
+    bound = math.sqrt(6.0 / (in_channels + out_channels))
+    relations = torch.empty(num_relations, in_channels, out_channels).uniform_(-bound, bound)
+    root = torch.empty(in_channels, out_channels).uniform_(-bound, bound)
+    return relations, root
+
+
+def aggregate_inputs(
+    x: Tensor,
+    edge_index: Tensor,
+    edge_type: Tensor,
+    edge_weight: Tensor | None,
+    num_relations: int,
+) -> Aggregated:
+    """Per (relation, target) pair, the weighted mean of the sources' features."""
+    if edge_weight is None:
+        edge_weight = torch.ones(edge_index.size(1), dtype=x.dtype, device=x.device)
+    nodes = x.size(0)
+    # One pass over all edges: each (relation, target) pair is its own slot.
+    slots, inverse = torch.unique(edge_type * nodes + edge_index[1], return_inverse=True)
+    summed = torch.zeros(slots.numel(), x.size(1), dtype=x.dtype).index_add_(
+        0, inverse, x[edge_index[0]] * edge_weight.unsqueeze(-1)
+    )
+    count = torch.bincount(inverse, minlength=slots.numel()).to(x.dtype)
+    means = summed / count.unsqueeze(-1)
+    per_relation = torch.bincount(slots // nodes, minlength=num_relations)
+    relations = tuple(int(r) for r in torch.nonzero(per_relation).flatten())
+    return Aggregated(
+        x=x,
+        relations=relations,
+        means=torch.split(means, [int(per_relation[r]) for r in relations]),
+        targets=slots % nodes,
+    )
+
+
+class WeightedRGCNConv(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, num_relations: int) -> None:
-        super().__init__(aggr="add")
+        super().__init__()
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.num_relations = num_relations
@@ -55,44 +93,17 @@ class WeightedRGCNConv(MessagePassing):
         return torch.stack(list(self.relation_weights))
 
     def reset_parameters(self) -> None:
-        # Glorot, as RGCNConv initialises its weights (drawn as one stacked tensor, so a
-        # seed gives the same weights as RGCNConv's layout would).
-        bound = math.sqrt(6.0 / (self.in_channels + self.out_channels))
+        relations, root = glorot_weights(self.num_relations, self.in_channels, self.out_channels)
         with torch.no_grad():
-            drawn = torch.empty(self.num_relations, self.in_channels, self.out_channels)
-            nn.init.uniform_(drawn, -bound, bound)
-            for parameter, values in zip(self.relation_weights, drawn, strict=True):
+            for parameter, values in zip(self.relation_weights, relations, strict=True):
                 parameter.copy_(values)
-            nn.init.uniform_(self.root, -bound, bound)
+            self.root.copy_(root)
         nn.init.zeros_(self.bias)
 
     def aggregate_inputs(
         self, x: Tensor, edge_index: Tensor, edge_type: Tensor, edge_weight: Tensor | None = None
     ) -> Aggregated:
-        if edge_weight is None:
-            edge_weight = torch.ones(edge_index.size(1), dtype=x.dtype, device=x.device)
-        nodes = x.size(0)
-        # One pass over all edges: each (relation, target) pair is its own slot.
-        slot = edge_type * nodes + edge_index[1]
-        slots, inverse = torch.unique(slot, return_inverse=True)
-        slot_index = torch.stack([edge_index[0], inverse])
-        summed = self.propagate(
-            slot_index, x=x, edge_weight=edge_weight, size=(nodes, slots.numel())
-        )
-        count = scatter(torch.ones_like(inverse, dtype=x.dtype), inverse, dim_size=slots.numel())
-        means = summed / count.unsqueeze(-1)
-        relation_of_slot = slots // nodes
-        per_relation = torch.bincount(relation_of_slot, minlength=self.num_relations)
-        relations = tuple(int(r) for r in torch.nonzero(per_relation).flatten())
-        return Aggregated(
-            x=x,
-            relations=relations,
-            means=torch.split(means, [int(per_relation[r]) for r in relations]),
-            targets=slots % nodes,
-        )
-
-    def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
-        return edge_weight.unsqueeze(-1) * x_j
+        return aggregate_inputs(x, edge_index, edge_type, edge_weight, self.num_relations)
 
     def forward_aggregated(self, aggregated: Aggregated) -> Tensor:
         # One index_add for all relations, not one each.

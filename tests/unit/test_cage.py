@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+import torch
 
 from appliance.nlp.parse_graph import PassageGraph
-from appliance.rerank.cage import CageConfig, CageReranker, graph_tensors
+from appliance.rerank.cage import CageConfig, CageReranker, graph_tensors, query_tensors
 
 
 def toy_graph(
@@ -44,6 +45,25 @@ def test_plain_gcn_puts_every_edge_in_one_relation() -> None:
     graph = toy_graph([(0, 1), (1, 2)], types=[3, 5])
     assert graph_tensors(graph, 2.0, True, relational=False).edge_type.tolist() == [0, 0]
     assert graph_tensors(graph, 2.0, True, relational=True).edge_type.tolist() == [3, 5]
+
+
+def test_a_query_is_its_graphs_side_by_side() -> None:
+    graphs = [toy_graph([(0, 1), (0, 2)], [1, 2]), toy_graph([]), toy_graph([(3, 0)], [4], nodes=5)]
+    graphs.insert(1, toy_graph([], nodes=0))  # a passage without content words
+    tensors, batch = query_tensors(graphs, beta=2.0, reweight=True, relational=True)
+    assert batch.tolist() == [0] * 4 + [1] + [2] * 4 + [3] * 5
+    offset = 0
+    for number, graph in enumerate(graphs):
+        alone = graph_tensors(graph, beta=2.0, reweight=True, relational=True)
+        rows = alone.x.size(0)
+        assert torch.equal(tensors.x[offset : offset + rows], alone.x)
+        mine = (tensors.edge_index[0] >= offset) & (tensors.edge_index[0] < offset + rows)
+        assert torch.equal(tensors.edge_index[:, mine] - offset, alone.edge_index)
+        assert torch.equal(tensors.edge_weight[mine], alone.edge_weight)
+        assert torch.equal(tensors.edge_type[mine], alone.edge_type)
+        assert int((batch == number).sum()) == rows
+        offset += rows
+    assert graph_tensors(graphs[1], 2.0, True, True).x.tolist() == [[0.0] * 336 + [1.0]]
 
 
 def test_score_is_alpha_mix_of_similarity_and_normalised_coherence() -> None:
