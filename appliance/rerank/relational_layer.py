@@ -73,6 +73,9 @@ def aggregate_inputs(
 
 
 class WeightedRGCNConv(nn.Module):
+    """The layer as a module, for use with autograd. CAGE trains the same layer per query
+    with its gradient written out (``diversity_training.py``), tested against this."""
+
     def __init__(self, in_channels: int, out_channels: int, num_relations: int) -> None:
         super().__init__()
         self.in_channels = in_channels
