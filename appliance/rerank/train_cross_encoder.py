@@ -26,12 +26,7 @@ import torch
 
 from appliance.eval.pools import read_pools
 from appliance.model_registry import hash_directory
-from appliance.nlp.fine_tune import (
-    autocast,
-    length_bucketed_batches,
-    optimiser_and_schedule,
-    update,
-)
+from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, update
 
 EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
 
@@ -180,7 +175,10 @@ class CrossEncoderTrainer:
         best_state, best_epoch, history = None, 0, []
         for epoch in range(1, self.epochs + 1):
             model.train()
-            for batch in length_bucketed_batches(train, pair_characters, self.batch_size, rng):
+            order = list(train)
+            rng.shuffle(order)
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
                 encoded = self._encode(tokenizer, batch)
                 with autocast():
                     logits = model(**encoded).logits[:, 0]
@@ -226,11 +224,6 @@ class CrossEncoderTrainer:
                 batch = pairs[start : start + 32]
                 scores.append(model(**self._encode(tokenizer, batch)).logits[:, 0].float().numpy())
         return np.concatenate(scores) if scores else np.zeros(0)
-
-
-def pair_characters(pair: Pair) -> int:
-    """A pair's length in characters: a cheap stand-in for its length in tokens."""
-    return len(pair.question) + len(pair.passage)
 
 
 def write_manifest(
