@@ -52,8 +52,8 @@ class DiversityTraining:
         self, aggregated: Aggregated, batch: Tensor, relation_weights: Tensor, root: Tensor
     ) -> None:
         x = aggregated.x
-        rows = np.ascontiguousarray(x.numpy())
-        keys = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
+        features = np.ascontiguousarray(x.numpy())
+        keys = features.view(np.dtype((np.void, features.itemsize * features.shape[1]))).ravel()
         _keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         self.node_row = torch.from_numpy(inverse.reshape(-1).astype(np.int64))
         self.targets = aggregated.targets
@@ -66,9 +66,9 @@ class DiversityTraining:
         self.hidden = self.weights.size(2)
         self.bias = torch.zeros(self.hidden)
         self._weight_gradient = torch.zeros_like(self.weights)
-        rows = sum(block.size(0) for block in inputs)
-        self._products = torch.empty(rows, self.hidden)
-        self._product_gradients = torch.empty(rows, self.hidden)
+        total_rows = sum(block.size(0) for block in inputs)
+        self._products = torch.empty(total_rows, self.hidden)
+        self._product_gradients = torch.empty(total_rows, self.hidden)
         self._distinct = len(first)
         self._blocks: list[_Block] = []
         start = 0
