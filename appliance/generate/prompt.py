@@ -23,7 +23,9 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict[str, object]:
     """The JSON schema an LLM's answer must follow. A claim cites at least one passage
     and a framing sentence none; citations may name only the chunks in the context, so
     structured output cannot even spell another chunk's id. The sentences come before
-    ``decision`` and ``not_found`` so that a model decides after it has tried to quote."""
+    ``decision`` and ``not_found`` so that a model decides after it has tried to quote.
+    Every array names its items even where it must stay empty: llama.cpp's grammar
+    compiler reads an array without ``items`` as a list of any JSON values."""
     citation = {
         "type": "object",
         "properties": {"chunk_id": {"enum": list(chunk_ids)}, "quote": {"type": "string"}},
@@ -43,7 +45,7 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict[str, object]:
         "properties": {
             "text": {"type": "string"},
             "kind": {"const": "framing"},
-            "citations": {"type": "array", "maxItems": 0},
+            "citations": {"type": "array", "items": citation, "maxItems": 0},
         },
         "required": ["text", "kind", "citations"],
     }

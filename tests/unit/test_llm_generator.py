@@ -108,6 +108,23 @@ def test_the_schema_allows_only_the_context_chunks_as_citations() -> None:
         jsonschema.validate(uncited, schema)
     framing = good | {"sentences": [{"text": "In short:", "kind": "framing", "citations": []}]}
     jsonschema.validate(framing, schema)
+    cited_framing = {"text": "In short:", "kind": "framing", "citations": ["a source"]}
+    with pytest.raises(jsonschema.ValidationError):  # framing cites nothing, not even text
+        jsonschema.validate(good | {"sentences": [cited_framing]}, schema)
+
+
+def test_the_grammar_llama_cpp_compiles_from_the_schema_admits_no_free_values() -> None:
+    """A grammar rule for "any JSON value" would let the model write citations that are
+    not citations; each part of the answer has its own shape."""
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="needs the llm extra")
+    schema = answer_schema([p.chunk.chunk_id for p in PASSAGES])
+    rules = dict(
+        line.split(" ::= ", 1)
+        for line in grammar.json_schema_to_gbnf(json.dumps(schema)).splitlines()
+        if " ::= " in line
+    )
+    assert "root" in rules and any("sepsis@4#0001" in body for body in rules.values())
+    assert "value" not in rules and "array" not in rules and "object" not in rules
 
 
 @pytest.mark.parametrize("style", ["json_schema", "json_object"])
