@@ -9,7 +9,7 @@ NLI verifier (and any other NLI model installed in the role "verifier").
 - NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
   training run), three-way accuracy and the precision of "entailed".
 
-    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N]
+    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import argparse
 import json
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -90,6 +91,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--held-out", type=float, default=0.1)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
     with Appliance(Settings()) as appliance:
         verifiers: list[EntailmentVerifier] = [LexicalVerifier()]
@@ -133,10 +135,10 @@ def main() -> None:
             f"{sci['ms_per_pair']:.1f}",  # type: ignore[index]
         )
     console.print(table)
-    RESULTS.write_text(
+    args.out.write_text(
         json.dumps({"command": "benchmarks/verifier.py", **figures}, indent=2) + "\n"
     )
-    console.print(f"written to {RESULTS.relative_to(PROJECT_ROOT)}")
+    console.print(f"written to {args.out}")
 
 
 if __name__ == "__main__":
