@@ -91,6 +91,21 @@ def test_coherence_is_seeded_and_reproducible() -> None:
     assert not np.array_equal(first, other)
 
 
+def test_one_reranker_scores_query_after_query_as_a_fresh_one_would() -> None:
+    """The starting weights are drawn once per reranker; no query's training may leave
+    its mark on them, and the global generator is left as it was."""
+    one = [toy_graph([(0, 1)]), toy_graph([(1, 2), (2, 3)]), toy_graph([(3, 0)])]
+    two = [toy_graph([(0, 2), (2, 1)]), toy_graph([(3, 1)])]
+    reranker = CageReranker(CageConfig(epochs=8))
+    torch.manual_seed(99)
+    expected_draw = torch.rand(3)
+    torch.manual_seed(99)
+    for graphs in (one, two, one, two):
+        fresh = CageReranker(CageConfig(epochs=8)).coherence(graphs)
+        assert np.array_equal(reranker.coherence(graphs), fresh)
+    assert torch.equal(torch.rand(3), expected_draw)
+
+
 def test_training_lowers_the_mean_pairwise_similarity() -> None:
     graphs = [
         toy_graph([(0, 1), (1, 2)]),
