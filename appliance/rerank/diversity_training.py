@@ -33,7 +33,6 @@ class _Block(NamedTuple):
     """Rows multiplied by one weight, and views of the buffers it reads and writes."""
 
     inputs: Tensor
-    inputs_transposed: Tensor
     weight: Tensor
     gradient: Tensor
     products: Tensor
@@ -77,7 +76,6 @@ class DiversityTraining:
             self._blocks.append(
                 _Block(
                     block,
-                    block.t().contiguous(),
                     self.weights[number],
                     self._weight_gradient[number],
                     self._products[start:end],
@@ -124,8 +122,8 @@ class DiversityTraining:
         root_gradients = self._product_gradients[: self._distinct]
         root_gradients.zero_().index_add_(0, self.node_row, d_pre)
         torch.index_select(d_pre, 0, self.targets, out=self._product_gradients[self._distinct :])
-        for block in self._blocks:
-            torch.mm(block.inputs_transposed, block.product_gradients, out=block.gradient)
+        for block in self._blocks:  # BLAS reads the transpose in place: no copy kept
+            torch.mm(block.inputs.t(), block.product_gradients, out=block.gradient)
         return self._weight_gradient, d_pre.sum(dim=0)
 
     def train(self, epochs: int, learning_rate: float) -> None:
