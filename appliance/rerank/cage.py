@@ -115,7 +115,7 @@ class CageReranker:
     def initial_weights(self, in_channels: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The encoder's seeded starting weights (relations, root). They depend on the
         configuration and the feature width alone, so they are drawn once, not per query
-        (drawing them took about 4% of a query's CAGE step). Training copies them."""
+        (drawing them took about 7 ms of a 97 ms step). Training copies them."""
         if in_channels not in self._initial_weights:
             relations = len(RELATIONS) if self.config.relational else 1
             with torch.random.fork_rng(devices=[]):
