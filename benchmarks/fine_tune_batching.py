@@ -33,6 +33,7 @@ from appliance.nlp.fine_tune import (
     autocast,
     length_bucketed_batches,
     optimiser_and_schedule,
+    random_batches,
     update,
 )
 from appliance.rerank.train_cross_encoder import (
@@ -50,11 +51,9 @@ BATCH = 16
 console = Console()
 
 
-def random_batches(pairs: list[Pair], rng: random.Random) -> list[list[Pair]]:
-    """The baseline: shuffle, then cut."""
-    order = list(pairs)
-    rng.shuffle(order)
-    return [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
+def shuffled_batches(pairs: list[Pair], rng: random.Random) -> list[list[Pair]]:
+    """The baseline, as ``train-reranker`` draws its batches."""
+    return random_batches(pairs, BATCH, rng)
 
 
 def pair_characters(pair: Pair) -> int:
@@ -81,7 +80,7 @@ def main() -> None:
         base = appliance.registry.resolve(appliance.settings.embedder_role).directory
     tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
     trainer = CrossEncoderTrainer(base, max_length=256)
-    methods = {"random batches": random_batches, "length-bucketed (ours)": bucketed_batches}
+    methods = {"random batches": shuffled_batches, "length-bucketed (ours)": bucketed_batches}
     figures: dict[str, dict[str, float]] = {}
     for name, batching in methods.items():
         batches = batching(pairs, random.Random(13))

@@ -17,19 +17,18 @@ from typing import TypeVar
 
 import appliance.verify.train_verifier as train_verifier
 from appliance.cli import app
+from appliance.nlp.fine_tune import random_batches
 
 Item = TypeVar("Item")
 
 
-def random_batches(
+def unbucketed(
     items: Sequence[Item], _length: Callable[[Item], int], batch_size: int, rng: random.Random
 ) -> list[list[Item]]:
-    """Shuffled batches of ``batch_size``, lengths mixed, as ``train-reranker`` draws them."""
-    order = list(items)
-    rng.shuffle(order)
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    """``length_bucketed_batches``'s signature, lengths ignored."""
+    return random_batches(items, batch_size, rng)
 
 
 if __name__ == "__main__":
-    train_verifier.length_bucketed_batches = random_batches  # type: ignore[assignment]
+    train_verifier.length_bucketed_batches = unbucketed  # type: ignore[assignment]
     app()

@@ -28,6 +28,13 @@ def optimiser_and_schedule(
 Item = TypeVar("Item")
 
 
+def random_batches(items: Sequence[Item], batch_size: int, rng: random.Random) -> list[list[Item]]:
+    """Shuffled, then cut into batches: lengths mixed, as ``train-reranker`` trains."""
+    order = list(items)
+    rng.shuffle(order)
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 def length_bucketed_batches(
     items: Sequence[Item], length: Callable[[Item], int], batch_size: int, rng: random.Random
 ) -> list[list[Item]]:

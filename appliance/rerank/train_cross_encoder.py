@@ -26,7 +26,7 @@ import torch
 
 from appliance.eval.pools import read_pools
 from appliance.model_registry import hash_directory
-from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, update
+from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, random_batches, update
 
 EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
 
@@ -175,10 +175,7 @@ class CrossEncoderTrainer:
         best_state, best_epoch, history = None, 0, []
         for epoch in range(1, self.epochs + 1):
             model.train()
-            order = list(train)
-            rng.shuffle(order)
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
+            for batch in random_batches(train, self.batch_size, rng):
                 encoded = self._encode(tokenizer, batch)
                 with autocast():
                     logits = model(**encoded).logits[:, 0]
