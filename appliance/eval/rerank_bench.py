@@ -3,8 +3,8 @@
 Every question ranks its own pool. Methods: BM25 over the pool, MiniLM cosine (the
 paper's "Vanilla RAG"), CAGE as published, CAGE with a plain GCN, CAGE without
 reweighting, and bridge-aware selection (ours) over the cosine or a hybrid first
-stage. Reported: Recall@2 and Recall@5 per question type, any-correct@5 (for RAMDocs),
-and each rerank step's latency.
+stage, alone or chained through named entities. Reported: Recall@2 and Recall@5 per
+question type, any-correct@5 (for RAMDocs), and each rerank step's latency.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from appliance.eval.pools import PoolQuestion, read_pools
 from appliance.index.tantivy_lexical import stemmed_analyzer
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
-from appliance.rerank.bridge import bridge_scores, hybrid_first_stage
+from appliance.rerank.bridge import (
+    bridge_scores,
+    chain_selection,
+    entity_links,
+    hybrid_first_stage,
+)
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 
@@ -142,6 +147,10 @@ def methods(
         )
         return bridge_scores(first, passages)
 
+    def entity_chain(q: QuestionInputs) -> Ranking:
+        texts = [p.full_text for p in q.question.passages]
+        return by_score(chain_selection(hybrid(q), entity_links(q.question.question, texts)))
+
     def hybrid_cage(q: QuestionInputs) -> Ranking:
         base = hybrid(q)
         return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
@@ -172,6 +181,7 @@ def methods(
         "Bridge + CAGE (ours)": bridge_cage,
         "Hybrid bridge (ours)": lambda q: by_score(hybrid(q)),
         "Hybrid bridge + CAGE (ours)": hybrid_cage,
+        "Hybrid bridge + entity chain (ours)": entity_chain,
         **(cross_encoder_methods if with_cross_encoder else {}),
     }
 
