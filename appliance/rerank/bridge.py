@@ -79,6 +79,19 @@ def named_entities(text: str) -> set[str]:
     return found
 
 
+def _names(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` as whole words (no regex: this runs per pair)."""
+    start = text.find(name)
+    while start != -1:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
 def entity_links(question: str, texts: Sequence[str]) -> np.ndarray:
     """links[i, j]: how strongly passage j follows from passage i, in [0, 1].
 
@@ -97,10 +110,7 @@ def entity_links(question: str, texts: Sequence[str]) -> np.ndarray:
                 continue
             holders = holders_of.get(name)
             if holders is None:
-                whole_word = re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
-                holders = [
-                    j for j, low in enumerate(lowered) if name in low and whole_word.search(low)
-                ]
+                holders = [j for j, low in enumerate(lowered) if _names(low, name)]
                 holders_of[name] = holders
             others = [j for j in holders if j != i]
             strength = 1.0 if len(others) <= 2 else 1.0 / len(others)

@@ -115,3 +115,14 @@ def test_chain_selection_without_links_keeps_the_score_order_and_breaks_ties_by_
     selected = chain_selection(scores, np.zeros((4, 4), np.float32))
     assert np.argsort(-selected, kind="stable").tolist() == [1, 0, 2, 3]
     assert sorted(selected.tolist()) == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_an_entity_links_only_where_it_stands_as_whole_words() -> None:
+    texts = [
+        "Ernst Mach taught in Prague.",
+        "Ernst Machines and Machado.",  # "ernst mach" inside a longer word
+        "A student of Ernst Mach_ and of Ernst Mach.",
+        "The Ernst Mach prize.",
+    ]
+    links = entity_links("Who taught there?", texts)
+    assert links[0].tolist() == [0.0, 0.0, 1.0, 1.0]
