@@ -1,13 +1,16 @@
-"""The entity-chain weight, chosen on the training pools only.
+"""The entity chain's design and weight, chosen on the training pools only.
 
 ``chain_selection`` (appliance/rerank/bridge.py) adds ``weight * links[i, j] * score_i``
 to a passage that names an entity of an already chosen passage i. Too little and the
 third and fourth hops of a MuSiQue question stay buried; too much and any passage that
-shares a name with the first hop jumps ahead of the one the question asks for. This
-script scores every weight on the public training pools (../shared/data/rerank_train:
-HotpotQA, MuSiQue, 2Wiki; the dev sets of the rerank benchmark are never read) over the
-hybrid bridge's scores, weight 0 being the hybrid bridge alone, and picks the weight
-with the best Recall@5 averaged over the three sets.
+shares a name with the first hop jumps ahead of the one the question asks for. Two
+designs: the chain over the hybrid bridge's scores (title links first, from the three
+strongest passages, then entity links), and one chain over the hybrid first stage whose
+links are title or entity links alike. This script scores every weight of both on the
+public training pools (../shared/data/rerank_train: HotpotQA, MuSiQue, 2Wiki; the dev
+sets of the rerank benchmark are never read), weight 0 of the first being the hybrid
+bridge alone, and picks the design and weight with the best Recall@5 averaged over the
+three sets.
 
     .venv/bin/python benchmarks/bridge_weights.py [--out FILE]
 """
@@ -30,13 +33,15 @@ from appliance.rerank.bridge import (
     chain_selection,
     entity_links,
     hybrid_first_stage,
+    title_links,
 )
 from appliance.settings import PROJECT_ROOT
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 POOLS = {n: SHARED / "rerank_train" / f"{n}.train.jsonl" for n in ("hotpotqa", "musique", "2wikimultihopqa")}  # fmt: skip
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "bridge_weights.json"
-WEIGHTS = (0.0, 0.1, 0.2, 0.25, 0.35, 0.5, 0.7, 1.0)
+WEIGHTS = (0.0, 0.1, 0.2, 0.25, 0.35, 0.45, 0.55, 0.7, 1.0)
+DESIGNS = ("hybrid bridge, then entity chain", "first stage, one title-or-entity chain")
 console = Console()
 
 
@@ -49,11 +54,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
-    recall: dict[str, dict[float, float]] = {}
+    recall: dict[str, dict[str, dict[float, float]]] = {d: {} for d in DESIGNS}
     with open_appliance() as appliance:
         for name, path in POOLS.items():
-            per_weight: dict[float, list[float]] = {w: [] for w in WEIGHTS}
-            for question in read_pools(path):
+            per_weight = {(d, w): [] for d in DESIGNS for w in WEIGHTS}
+            questions = read_pools(path)
+            for question in questions:
                 texts = [p.full_text for p in question.passages]
                 vectors = appliance.embedder.embed([question.question, *texts])
                 first = hybrid_first_stage(
@@ -62,34 +68,45 @@ def main() -> None:
                     question.question,
                     question.passages,
                 )
-                hybrid = bridge_scores(first, question.passages)
-                links = entity_links(question.question, texts)
-                for weight in WEIGHTS:
-                    chained = chain_selection(hybrid, links, weight)
-                    per_weight[weight].append(recall_at_5(chained, question.gold))
-            recall[name] = {w: 100.0 * float(np.mean(v)) for w, v in per_weight.items()}
-            console.print(f"{name}: {len(per_weight[0.0])} training questions scored")
-    mean = {w: float(np.mean([recall[n][w] for n in POOLS])) for w in WEIGHTS}
-    chosen = max(WEIGHTS, key=lambda w: (round(mean[w], 6), -w))
-    table = Table(title="Recall@5 on the training pools, hybrid bridge + entity chain")
-    for column in ("weight", *POOLS, "mean"):
-        table.add_column(column, justify="right")
-    for weight in WEIGHTS:
-        mark = " (chosen)" if weight == chosen else ""
-        cells = [f"{recall[n][weight]:.1f}" for n in POOLS]
-        table.add_row(f"{weight}{mark}", *cells, f"{mean[weight]:.2f}")
-    console.print(table)
+                entities = entity_links(question.question, texts)
+                starts = {
+                    DESIGNS[0]: (bridge_scores(first, question.passages), entities),
+                    DESIGNS[1]: (first, np.maximum(entities, title_links(question.passages))),
+                }
+                for design, (scores, links) in starts.items():
+                    for weight in WEIGHTS:
+                        chained = chain_selection(scores, links, weight)
+                        per_weight[design, weight].append(recall_at_5(chained, question.gold))
+            for (design, weight), values in per_weight.items():
+                recall[design].setdefault(name, {})[weight] = 100.0 * float(np.mean(values))
+            console.print(f"{name}: {len(questions)} training questions scored")
+    mean = {
+        (d, w): float(np.mean([recall[d][n][w] for n in POOLS])) for d in DESIGNS for w in WEIGHTS
+    }
+    chosen = max(mean, key=lambda key: (round(mean[key], 6), -DESIGNS.index(key[0]), -key[1]))
+    for design in DESIGNS:
+        table = Table(title=f"Recall@5 on the training pools: {design}")
+        for column in ("weight", *POOLS, "mean"):
+            table.add_column(column, justify="right")
+        for weight in WEIGHTS:
+            mark = " (chosen)" if (design, weight) == chosen else ""
+            cells = [f"{recall[design][n][weight]:.1f}" for n in POOLS]
+            table.add_row(f"{weight}{mark}", *cells, f"{mean[design, weight]:.2f}")
+        console.print(table)
     record = {
         "command": "benchmarks/bridge_weights.py",
         "pools": {n: str(p.relative_to(SHARED.parent)) for n, p in POOLS.items()},
         "recall_at_5": {
-            n: {str(w): round(r, 2) for w, r in rows.items()} for n, rows in recall.items()
+            design: {
+                n: {str(w): round(r, 2) for w, r in rows.items()} for n, rows in by_pool.items()
+            }
+            for design, by_pool in recall.items()
         },
-        "mean": {str(w): round(m, 2) for w, m in mean.items()},
-        "chosen_weight": chosen,
+        "mean": {d: {str(w): round(mean[d, w], 2) for w in WEIGHTS} for d in DESIGNS},
+        "chosen": {"design": chosen[0], "weight": chosen[1]},
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n")
-    console.print(f"chosen weight {chosen}; written to {args.out}")
+    console.print(f"chosen: {chosen[0]}, weight {chosen[1]}; written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from appliance.rerank.bridge import (
     chain_selection,
     entity_links,
     hybrid_first_stage,
+    title_links,
 )
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cross_encoder import CrossEncoderReranker
@@ -149,7 +150,17 @@ def methods(
 
     def entity_chain(q: QuestionInputs) -> Ranking:
         texts = [p.full_text for p in q.question.passages]
-        return by_score(chain_selection(hybrid(q), entity_links(q.question.question, texts)))
+        links = entity_links(q.question.question, texts)
+        return by_score(chain_selection(hybrid(q), links, weight=0.35))
+
+    def title_and_entity_chain(q: QuestionInputs) -> Ranking:
+        passages = q.question.passages
+        first = hybrid_first_stage(
+            q.cosine, bm25_ranking(q.question), q.question.question, passages
+        )
+        texts = [p.full_text for p in passages]
+        links = np.maximum(entity_links(q.question.question, texts), title_links(passages))
+        return by_score(chain_selection(first, links))
 
     def hybrid_cage(q: QuestionInputs) -> Ranking:
         base = hybrid(q)
@@ -182,6 +193,7 @@ def methods(
         "Hybrid bridge (ours)": lambda q: by_score(hybrid(q)),
         "Hybrid bridge + CAGE (ours)": hybrid_cage,
         "Hybrid bridge + entity chain (ours)": entity_chain,
+        "Hybrid title-and-entity chain (ours)": title_and_entity_chain,
         **(cross_encoder_methods if with_cross_encoder else {}),
     }
 

@@ -10,6 +10,15 @@ Its first stage can be hybrid (``hybrid_first_stage``): the cosine, plus a littl
 BM25's rank (names and numbers the embedding blurs), plus a bonus for a passage whose
 title the question names (a comparison question names both of its entities, a bridge
 question its first hop). Weights chosen on the training pools, never on the dev sets.
+
+Titles miss the longer chains (MuSiQue's three and four hops): the next hop's passage
+often names the bridge entity inside its text ("The Mountrail County Courthouse in
+Stanley ...") rather than as its title. ``chain_selection`` picks passages one at a
+time, each next one scored by its own score plus a link to the passages already chosen:
+one of them names its title, or it shares a named entity with one of them that the
+question does not name. Over the hybrid first stage, with title and entity links alike
+and weight 0.55, it had the best training Recall@5 of the designs and weights tried
+(``benchmarks/bridge_weights.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +40,20 @@ def _title_pattern(title: str) -> re.Pattern[str] | None:
     if len(words) < 3:
         return None
     return re.compile(r"(?<!\w)" + re.escape(words.lower()) + r"(?!\w)")
+
+
+def title_links(passages: Sequence[Titled]) -> np.ndarray:
+    """links[i, j] = 1.0 where passage i's text names passage j's title, else 0.0."""
+    lowered = [p.text.lower() for p in passages]
+    links = np.zeros((len(passages), len(passages)), dtype=np.float32)
+    for j, passage in enumerate(passages):
+        pattern = _title_pattern(passage.title)
+        if pattern is None:
+            continue
+        for i, text in enumerate(lowered):
+            if i != j and pattern.search(text):
+                links[i, j] = 1.0
+    return links
 
 
 def bridge_scores(
@@ -119,7 +142,7 @@ def entity_links(question: str, texts: Sequence[str]) -> np.ndarray:
     return links
 
 
-def chain_selection(scores: np.ndarray, links: np.ndarray, weight: float = 0.35) -> np.ndarray:
+def chain_selection(scores: np.ndarray, links: np.ndarray, weight: float = 0.55) -> np.ndarray:
     """Order passages one at a time; returns scores whose descending order is that order.
 
     The next passage is the one with the highest score + weight * max over the chosen

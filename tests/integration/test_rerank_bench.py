@@ -34,6 +34,7 @@ def test_benchmark_reports_every_method_with_recall_and_latency(
         "Hybrid bridge (ours)",
         "Hybrid bridge + CAGE (ours)",
         "Hybrid bridge + entity chain (ours)",
+        "Hybrid title-and-entity chain (ours)",
     } <= set(summary)
     for row in summary.values():
         assert row["questions"] == 4

@@ -10,6 +10,7 @@ from appliance.rerank.bridge import (
     hybrid_first_stage,
     named_entities,
     title_in_question,
+    title_links,
 )
 
 
@@ -126,3 +127,19 @@ def test_an_entity_links_only_where_it_stands_as_whole_words() -> None:
     ]
     links = entity_links("Who taught there?", texts)
     assert links[0].tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_title_links_point_from_the_passage_that_names_a_title_to_the_titled_passage() -> None:
+    passages = [
+        P("Film X", "Film X was directed by Jane Roe (director) in 1990."),
+        P("Jane Roe", "Jane Roe is a Canadian director born in Toronto."),
+        P("Toronto", "A city."),
+        P("Bo", "Bo is named by Film X."),
+    ]
+    links = title_links(passages)
+    assert links.tolist() == [
+        [0.0, 1.0, 0.0, 0.0],  # Film X names Jane Roe
+        [0.0, 0.0, 1.0, 0.0],  # Jane Roe names Toronto
+        [0.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],  # "Bo" is too short a title to link to
+    ]
