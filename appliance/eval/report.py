@@ -74,16 +74,18 @@ def write_report(
     )
     datasets = list(summary)
     method_names = list(next(iter(summary.values())))
-    figure, axis = plt.subplots(figsize=(max(8, 2.2 * len(datasets)), 4.8))
+    figure, axis = plt.subplots(figsize=(max(8, 2.2 * len(datasets)) + 3, 4.8))
     width = 0.8 / len(method_names)
+    colours = plt.get_cmap("tab20").colors  # one colour a method, up to 20 methods
     for m, method in enumerate(method_names):
         values = [float(summary[d][method]["recall_at_5"]) for d in datasets]  # type: ignore[arg-type]
-        axis.bar([i + m * width for i in range(len(datasets))], values, width, label=method)
+        positions = [i + m * width for i in range(len(datasets))]
+        axis.bar(positions, values, width, label=method, color=colours[m % len(colours)])
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets)
     axis.set_ylabel("Recall@5 (%)")
     axis.set_ylim(0, 100)
     axis.set_title("Rerankers on multi-hop candidate pools")
-    axis.legend(fontsize=7, loc="lower right")
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars
     figure.tight_layout()
     chart = out / "rerank.png"
     figure.savefig(chart, dpi=120)
