@@ -3,7 +3,7 @@
 Every question ranks its own pool. Methods: BM25 over the pool, MiniLM cosine (the
 paper's "Vanilla RAG"), CAGE as published, CAGE with a plain GCN, CAGE without
 reweighting, and bridge-aware selection (ours) over the cosine or a hybrid first
-stage, alone or chained through named entities. Reported: Recall@2 and Recall@5 per
+stage, alone or chained through titles and named entities. Reported: Recall@2 and Recall@5 per
 question type, any-correct@5 (for RAMDocs), and each rerank step's latency.
 """
 
@@ -151,6 +151,7 @@ def methods(
     def entity_chain(q: QuestionInputs) -> Ranking:
         texts = [p.full_text for p in q.question.passages]
         links = entity_links(q.question.question, texts)
+        # 0.35: this design's best weight on the training pools (benchmarks/bridge_weights.py)
         return by_score(chain_selection(hybrid(q), links, weight=0.35))
 
     def title_and_entity_chain(q: QuestionInputs) -> Ranking:
