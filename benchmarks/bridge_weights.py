@@ -33,7 +33,7 @@ from appliance.rerank.bridge import (
     chain_selection,
     entity_links,
     hybrid_first_stage,
-    title_links,
+    title_and_entity_links,
 )
 from appliance.settings import PROJECT_ROOT
 
@@ -68,10 +68,15 @@ def main() -> None:
                     question.question,
                     question.passages,
                 )
-                entities = entity_links(question.question, texts)
                 starts = {
-                    DESIGNS[0]: (bridge_scores(first, question.passages), entities),
-                    DESIGNS[1]: (first, np.maximum(entities, title_links(question.passages))),
+                    DESIGNS[0]: (
+                        bridge_scores(first, question.passages),
+                        entity_links(question.question, texts),
+                    ),
+                    DESIGNS[1]: (
+                        first,
+                        title_and_entity_links(question.question, question.passages, texts),
+                    ),
                 }
                 for design, (scores, links) in starts.items():
                     for weight in WEIGHTS:

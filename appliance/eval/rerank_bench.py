@@ -30,7 +30,7 @@ from appliance.rerank.bridge import (
     chain_selection,
     entity_links,
     hybrid_first_stage,
-    title_links,
+    title_and_entity_links,
 )
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cross_encoder import CrossEncoderReranker
@@ -141,12 +141,14 @@ def methods(
         base = bridge_scores(q.cosine, q.question.passages)
         return rerank_top(base, k, lambda top: cage.score(base[top], [q.graphs[i] for i in top]))
 
-    def hybrid(q: QuestionInputs) -> np.ndarray:
-        passages = q.question.passages
-        first = hybrid_first_stage(
-            q.cosine, bm25_ranking(q.question), q.question.question, passages
+    def first_stage(q: QuestionInputs) -> np.ndarray:
+        question = q.question
+        return hybrid_first_stage(
+            q.cosine, bm25_ranking(question), question.question, question.passages
         )
-        return bridge_scores(first, passages)
+
+    def hybrid(q: QuestionInputs) -> np.ndarray:
+        return bridge_scores(first_stage(q), q.question.passages)
 
     def entity_chain(q: QuestionInputs) -> Ranking:
         texts = [p.full_text for p in q.question.passages]
@@ -156,12 +158,9 @@ def methods(
 
     def title_and_entity_chain(q: QuestionInputs) -> Ranking:
         passages = q.question.passages
-        first = hybrid_first_stage(
-            q.cosine, bm25_ranking(q.question), q.question.question, passages
-        )
         texts = [p.full_text for p in passages]
-        links = np.maximum(entity_links(q.question.question, texts), title_links(passages))
-        return by_score(chain_selection(first, links))
+        links = title_and_entity_links(q.question.question, passages, texts)
+        return by_score(chain_selection(first_stage(q), links))
 
     def hybrid_cage(q: QuestionInputs) -> Ranking:
         base = hybrid(q)

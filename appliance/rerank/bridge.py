@@ -142,6 +142,14 @@ def entity_links(question: str, texts: Sequence[str]) -> np.ndarray:
     return links
 
 
+def title_and_entity_links(
+    question: str, passages: Sequence[Titled], texts: Sequence[str]
+) -> np.ndarray:
+    """Both kinds of link in one matrix, as the title-and-entity chain follows them;
+    ``texts`` are the passages as the entities are read (title and text together)."""
+    return np.maximum(entity_links(question, texts), title_links(passages))
+
+
 def chain_selection(scores: np.ndarray, links: np.ndarray, weight: float = 0.55) -> np.ndarray:
     """Order passages one at a time; returns scores whose descending order is that order.
 
