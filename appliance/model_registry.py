@@ -12,8 +12,10 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
 import threading
 import tomllib
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -49,16 +51,26 @@ class ModelPart(BaseModel):
     path: str
 
 
+class ModelArchive(BaseModel):
+    """A zip file that the parts join into; the manifest's files are unpacked from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sha256: str
+    root: str = ""  # the folder inside the zip that holds the files, e.g. "all-mpnet-base-v2"
+
+
 class ModelSource(BaseModel):
     """Where the files are: ``package`` (+ ``path`` inside it) or ``directory``. With
     ``parts``, the manifest's single file is assembled into ``directory`` by joining the
-    parts in order, and kept only if its sha256 matches."""
+    parts in order, and kept only if its sha256 matches; with ``parts`` and ``archive``,
+    the parts join into a zip whose listed files are unpacked into ``directory``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     package: str | None = None
     path: str = "."
     directory: str | None = None
     parts: tuple[ModelPart, ...] = ()
+    archive: ModelArchive | None = None
     install: str
 
     @model_validator(mode="after")
@@ -67,6 +79,8 @@ class ModelSource(BaseModel):
             raise ValueError("a model source names exactly one of 'package' or 'directory'")
         if self.parts and self.directory is None:
             raise ValueError("a model assembled from parts needs a 'directory' to assemble into")
+        if self.archive is not None and not self.parts:
+            raise ValueError("an 'archive' is joined from 'parts': name them")
         return self
 
 
@@ -174,17 +188,37 @@ class ModelRegistry:
         return Path(next(iter(spec.submodule_search_locations))) / part.path
 
     def _assemble(self, manifest: ModelManifest, directory: Path) -> None:
-        """Join the parts into the manifest's one file, atomically and only if the
-        result has the expected sha256 (a wrong or reordered part is never kept)."""
-        if len(manifest.files) != 1:
-            raise ModelUnavailable(f"{manifest.name}: a model from parts has exactly one file")
-        expected = manifest.files[0]
-        target = directory / expected.path
-        if target.is_file() and sha256_of(target) == expected.sha256:
+        """Join the parts into the manifest's one file, or into a zip and unpack its
+        files, atomically and only if the join has the expected sha256 (a wrong or
+        reordered part is never kept)."""
+        archive = manifest.source.archive
+        if archive is None:
+            if len(manifest.files) != 1:
+                raise ModelUnavailable(f"{manifest.name}: a model from parts has exactly one file")
+            expected = manifest.files[0]
+            target = directory / expected.path
+            if not (target.is_file() and sha256_of(target) == expected.sha256):
+                directory.mkdir(parents=True, exist_ok=True)
+                self._join_parts(manifest, target, expected.sha256)
             return
+        if all((directory / f.path).is_file() for f in manifest.files):
+            return  # unpacked before; resolve() still checks every file's sha256
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        joined = directory.with_name(directory.name + ".zip")
+        staging = directory.with_name(directory.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            self._join_parts(manifest, joined, archive.sha256)
+            _unpack(joined, archive.root, manifest.files, staging)
+            shutil.rmtree(directory, ignore_errors=True)
+            staging.replace(directory)
+        finally:
+            joined.unlink(missing_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _join_parts(self, manifest: ModelManifest, target: Path, sha256: str) -> None:
         parts = [self._package_file(manifest, part) for part in manifest.source.parts]
         log.info("assembling %s from %d parts into %s", manifest.name, len(parts), target)
-        directory.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         digest = hashlib.sha256()
         with partial.open("wb") as out:
@@ -195,11 +229,11 @@ class ModelRegistry:
                         out.write(block)
             out.flush()
             os.fsync(out.fileno())
-        if digest.hexdigest() != expected.sha256:
+        if digest.hexdigest() != sha256:
             partial.unlink()
             raise ModelUnavailable(
                 f"model {manifest.name}: its {len(parts)} parts join to sha256 "
-                f"{digest.hexdigest()}, the manifest expects {expected.sha256}; a part is "
+                f"{digest.hexdigest()}, the manifest expects {sha256}; a part is "
                 f"altered or of another version. Reinstall them with: {manifest.source.install}"
             )
         partial.replace(target)
@@ -219,10 +253,13 @@ class ModelRegistry:
                 )
             actual = sha256_of(path)
             if actual != expected.sha256:
+                remedy = f"reinstall it with: {manifest.source.install}"
+                if manifest.source.archive is not None:
+                    remedy = f"delete {directory} and it is unpacked again from its parts"
                 raise ModelUnavailable(
                     f"model for role {role!r} ({manifest.name}) failed its checksum: {path} has "
                     f"sha256 {actual}, the manifest expects {expected.sha256}. The file was "
-                    f"altered or is another version; reinstall it with: {manifest.source.install}"
+                    f"altered or is another version; {remedy}"
                 )
         return ResolvedModel(manifest, directory)
 
@@ -234,6 +271,23 @@ class ModelRegistry:
             if key not in _PROCESS_MODELS:
                 _PROCESS_MODELS[key] = _LOADERS[resolved.manifest.kind](resolved.directory)
             return _PROCESS_MODELS[key]
+
+
+def _unpack(archive: Path, root: str, files: tuple[ModelFile, ...], into: Path) -> None:
+    """Extract exactly the manifest's files (nothing else the zip holds, and no path
+    that would land outside ``into``)."""
+    with zipfile.ZipFile(archive) as opened:
+        for expected in files:
+            target = (into / expected.path).resolve()
+            if not target.is_relative_to(into.resolve()):
+                raise ModelUnavailable(f"manifest file {expected.path!r} lies outside its model")
+            member = f"{root}/{expected.path}" if root else expected.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with opened.open(member) as source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out, 1 << 22)
+            except KeyError:
+                raise ModelUnavailable(f"{archive.name} holds no {member!r}") from None
 
 
 _PROCESS_MODELS: dict[tuple[str, Path], Any] = {}

