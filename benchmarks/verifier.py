@@ -9,7 +9,11 @@ NLI verifier (and any other NLI model installed in the role "verifier").
 - NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
   training run), three-way accuracy and the precision of "entailed".
 
-    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N] [--out FILE]
+    APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N]
+        [--nli FILE ...] [--out FILE]
+
+``--nli`` names the files the verifier was trained on (default: every file in
+../shared/data/nli), so that the held-out draw is the training run's own.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -89,6 +94,10 @@ def main() -> None:
         "--per-label", type=int, default=None,
         help="as in the training run (default: no cap, as train-verifier's default)",
     )  # fmt: skip
+    parser.add_argument(
+        "--nli", type=Path, nargs="+", default=sorted((SHARED / "nli").glob("*.jsonl")),
+        help="the NLI files of the training run, as its --data (default: all of them)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--held-out", type=float, default=0.1)
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
@@ -98,8 +107,7 @@ def main() -> None:
         if appliance.verifier.kind == "nli":
             verifiers.append(appliance.verifier)
         scifact = scifact_pairs()
-        files = sorted((SHARED / "nli").glob("*.jsonl"))
-        chosen = balance(read_nli(files), args.per_label, random.Random(args.seed))
+        chosen = balance(read_nli(args.nli), args.per_label, random.Random(args.seed))
         held = chosen[: max(1, int(len(chosen) * args.held_out))]
         nli = [(p.premise, p.hypothesis, p.label) for p in held]
         figures: dict[str, dict[str, object]] = {}
@@ -135,9 +143,8 @@ def main() -> None:
             f"{sci['ms_per_pair']:.1f}",  # type: ignore[index]
         )
     console.print(table)
-    args.out.write_text(
-        json.dumps({"command": "benchmarks/verifier.py", **figures}, indent=2) + "\n"
-    )
+    command = " ".join(["benchmarks/verifier.py", *sys.argv[1:]])
+    args.out.write_text(json.dumps({"command": command, **figures}, indent=2) + "\n")
     console.print(f"written to {args.out}")
 
 

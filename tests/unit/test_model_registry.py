@@ -283,3 +283,20 @@ def test_a_zip_whose_parts_do_not_join_to_its_checksum_is_refused_and_nothing_ke
     with pytest.raises(ModelUnavailable, match="holds no 'model/model.safetensors'"):
         registry.resolve("encoder-large")
     assert list((tmp_path / "data" / "models").iterdir()) == []
+
+
+def test_a_zip_manifest_cannot_write_outside_its_model_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    whole = _zipped_model({"model/../../escaped.txt": b"x"})
+    packages = _part_packages(tmp_path / "site", [whole])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    models_dir = tmp_path / "models"
+    listed = {"../../escaped.txt": hashlib.sha256(b"x").hexdigest()}
+    _archive_manifest(models_dir, packages, hashlib.sha256(whole).hexdigest(), listed)
+    registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+    with pytest.raises(ModelUnavailable, match="lies outside its model"):
+        registry.resolve("encoder-large")
+    assert not list(tmp_path.rglob("escaped.txt"))
