@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -686,6 +687,8 @@ def bench_rerank(
     from appliance.rerank.cross_encoder import CrossEncoderReranker
 
     command = "appliance bench rerank " + " ".join(sys.argv[3:])
+    if data_dir := os.environ.get("APPLIANCE_DATA_DIR"):  # where the trained reranker was
+        command = f"APPLIANCE_DATA_DIR={data_dir} {command}"
     with open_appliance() as appliance:
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)

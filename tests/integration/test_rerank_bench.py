@@ -47,3 +47,17 @@ def test_benchmark_reports_every_method_with_recall_and_latency(
     before = cache._db.execute("SELECT count(*) FROM graphs").fetchone()[0]
     evaluate(HOTPOT, embedder, cache, k=10, epochs=5, limit=4)
     assert cache._db.execute("SELECT count(*) FROM graphs").fetchone()[0] == before == 40
+
+
+def test_the_command_line_report_names_the_data_directory_of_its_models(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from appliance.cli import app
+
+    data_dir = tmp_path / "data"
+    arguments = ["bench", "rerank", "--data", str(HOTPOT), "--limit", "1", "--epochs", "2",
+                 "--out", str(tmp_path / "report")]  # fmt: skip
+    result = CliRunner().invoke(app, arguments, env={"APPLIANCE_DATA_DIR": str(data_dir)})
+    assert result.exit_code == 0, result.output
+    table = (tmp_path / "report" / "rerank.md").read_text(encoding="utf-8")
+    assert f"Command: `APPLIANCE_DATA_DIR={data_dir} appliance bench rerank" in table
