@@ -547,12 +547,12 @@ def models_train_verifier(
         ),
     ] = None,
     base: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Registry role of the starting weights: 'embedder' (MiniLM-L6, the default) "
+            help="Registry role of the starting weights (default: the embedder's, MiniLM-L6), "
             "or a larger encoder such as 'encoder-large' (MPNet; about three times slower)."
         ),
-    ] = "embedder",
+    ] = None,
     learning_rate: Annotated[float, typer.Option(min=1e-7, max=1e-2)] = 4e-5,
     seed: int = 13,
 ) -> None:
@@ -589,6 +589,7 @@ def models_train_verifier(
         "command": "appliance models train-verifier " + " ".join(sys.argv[3:]),
     }
     with open_appliance() as appliance:
+        base = base or appliance.settings.embedder_role
         try:
             base_model = appliance.registry.resolve(base)
         except ModelUnavailable as error:
