@@ -502,16 +502,19 @@ def models_train_reranker(
         "trained_at": now(),
         "trained_on": ", ".join(str(p) for p in [*train, scifact_claims] if p),
         "command": command,
-        "base_model": "all-MiniLM-L6-v2 (role embedder)",
     }
     with open_appliance() as appliance:
-        base = appliance.registry.resolve(appliance.settings.embedder_role).directory
+        base_role = appliance.settings.embedder_role
+        base = appliance.registry.resolve(base_role)
+        provenance["base_model"] = f"{base.manifest.name} (role {base_role})"
         site = appliance.registry.site_models_dir
-        trainer = CrossEncoderTrainer(base, epochs=epochs, max_length=max_length, seed=seed)
+        trainer = CrossEncoderTrainer(
+            base.directory, epochs=epochs, max_length=max_length, seed=seed
+        )
         report = _with_progress(
             lambda advance: trainer.train(training, held, site / name, provenance, advance)
         )
-        manifest = write_manifest(site, role, name, report, provenance)
+        manifest = write_manifest(site, role, name, report, provenance, base.manifest)
     by_epoch = [round(r, 3) for r in report.held_out_recall_at_2]
     console.print(
         f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); "
@@ -608,7 +611,7 @@ def models_train_verifier(
             lambda advance: trainer.train(training, held, site / name, provenance, advance)
         )
         manifest = write_manifest(
-            site, "verifier", name, report, provenance,
+            site, "verifier", name, report, provenance, base_model.manifest,
             "NLI verifier fine-tuned on this site (appliance models train-verifier).",
         )  # fmt: skip
     console.print(

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from appliance.eval.pools import read_pools
-from appliance.model_registry import hash_directory
+from appliance.model_registry import ModelManifest, hash_directory
 from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, random_batches, update
 
 EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
@@ -173,6 +173,7 @@ class CrossEncoderTrainer:
         loss_fn = torch.nn.BCEWithLogitsLoss()
         done = 0
         best_state, best_epoch, history = None, 0, []
+        best_logits = np.zeros(0)
         for epoch in range(1, self.epochs + 1):
             model.train()
             for batch in random_batches(train, self.batch_size, rng):
@@ -184,12 +185,14 @@ class CrossEncoderTrainer:
                 done += 1
                 if progress is not None:
                     progress(done, steps)
-            history.append(recall_at_2(held_out, self._predict(tokenizer, model, held_out)))
+            logits = self._predict(tokenizer, model, held_out)
+            history.append(recall_at_2(held_out, logits))
             if history[-1] >= max(history):
                 best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
+                best_logits = logits
         assert best_state is not None
         model.load_state_dict(best_state)
-        probabilities = 1 / (1 + np.exp(-self._predict(tokenizer, model, held_out)))
+        probabilities = 1 / (1 + np.exp(-best_logits))
         threshold, f1 = best_threshold(probabilities, np.array([p.label for p in held_out]))
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(out))
@@ -229,15 +232,18 @@ def write_manifest(
     name: str,
     report: TrainingReport,
     provenance: dict[str, str],
+    base: ModelManifest,
     description: str = "Cross-encoder fine-tuned on this site (appliance models train-reranker).",
 ) -> Path:
-    """A registry manifest for the trained model (checksums of every file, provenance)."""
+    """A registry manifest for the trained model (checksums of every file, provenance).
+    Its licence is the base model's: fine-tuned weights are derived from it."""
     directory = report.directory
+    licence = base.licence.split(" (")[0] + f" (weights derived from {base.name})"
     lines = [
         f"role = {json.dumps(role)}",
         f"name = {json.dumps(name)}",
         'kind = "cross-encoder"',
-        'licence = "Apache-2.0 (weights derived from all-MiniLM-L6-v2)"',
+        f"licence = {json.dumps(licence)}",
         f"description = {json.dumps(description)}",
         f"threshold = {report.threshold:.4f}",
         "",

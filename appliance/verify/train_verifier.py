@@ -158,6 +158,7 @@ class VerifierTrainer:
         optimiser, schedule = optimiser_and_schedule(model, self.learning_rate, steps)
         loss_fn = torch.nn.CrossEntropyLoss()
         done, history, best_state, best_epoch = 0, [], None, 0
+        best_probabilities = np.zeros((0, len(LABELS)))
         for epoch in range(1, self.epochs + 1):
             model.train()
             for batch in length_bucketed_batches(train, _characters, self.batch_size, rng):
@@ -175,11 +176,11 @@ class VerifierTrainer:
             history.append(accuracy)
             if accuracy >= max(history):
                 best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
+                best_probabilities = probabilities
         assert best_state is not None
         model.load_state_dict(best_state)
-        probabilities = self._predict(tokenizer, model, held_out)
         entailed = np.array([p.label == "entailment" for p in held_out])
-        threshold, f_half = best_entailment_threshold(probabilities[:, 0], entailed)
+        threshold, f_half = best_entailment_threshold(best_probabilities[:, 0], entailed)
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(out))
         tokenizer.save_pretrained(str(out))

@@ -49,6 +49,8 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
     assert manifest.kind == "cross-encoder" and 0.0 < (manifest.threshold or 0) < 1.0
     assert manifest.provenance["trained_on"] == str(TRAIN)
     assert "train-reranker" in manifest.provenance["command"]
+    assert manifest.provenance["base_model"] == "all-MiniLM-L6-v2 (role embedder)"
+    assert manifest.licence == "Apache-2.0 (weights derived from all-MiniLM-L6-v2)"
     resolved = registry.resolve("reranker")  # every file checked against its sha256
     assert (resolved.directory / "training.json").is_file()
     reranker = CrossEncoderReranker(registry.load("reranker"), manifest.threshold)

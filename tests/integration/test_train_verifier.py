@@ -15,6 +15,7 @@ from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
 from appliance.verify.nli import NliVerifier
 from appliance.verify.train_verifier import (
+    LABELS,
     NliPair,
     balance,
     best_entailment_threshold,
@@ -112,6 +113,7 @@ def test_train_a_tiny_verifier_and_answer_with_it(
     assert manifest.kind == "cross-encoder" and manifest.threshold is not None
     assert "train-verifier" in manifest.provenance["command"]
     assert manifest.provenance["base_model"] == "all-MiniLM-L6-v2 (role embedder)"
+    assert manifest.licence == "Apache-2.0 (weights derived from all-MiniLM-L6-v2)"
     verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold)
     verdict = verifier.check("Aspirin lowers fever.", "Aspirin lowers fever.")
     assert 0.0 <= verdict.score <= 1.0 and len(verdict.reasons) == 3
@@ -125,3 +127,25 @@ def test_train_a_tiny_verifier_and_answer_with_it(
             "How long should I rub my hands with alcohol gel?", SAMPLE_READER
         )
         assert answer.verifier == manifest.name
+
+
+@pytest.mark.skipif(not NLI.exists(), reason="needs ../shared/data")
+def test_a_second_round_starts_from_the_installed_verifier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training may continue from a verifier trained earlier (--base verifier); the new
+    manifest names that verifier as its base, and its licence follows the base's."""
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("APPLIANCE_DATA_DIR", str(data_dir))
+    arguments = ["models", "train-verifier", "--data", str(NLI / "scifact.train.jsonl"),
+                 "--per-label", "20", "--max-length", "64"]  # fmt: skip
+    assert runner.invoke(app, arguments).exit_code == 0
+    result = runner.invoke(app, [*arguments, "--base", "verifier", "--name", "round-2"])
+    assert result.exit_code == 0, result.output
+    registry = ModelRegistry(make_settings(data_dir))
+    manifest = registry.manifest("verifier")
+    assert manifest.name == "round-2"
+    assert manifest.provenance["base_model"] == "verifier-minilm-nli (role verifier)"
+    assert manifest.licence == "Apache-2.0 (weights derived from verifier-minilm-nli)"
+    verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold or 0.5)
+    assert {verifier.label_index(label) for label in LABELS} == {0, 1, 2}
