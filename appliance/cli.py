@@ -18,7 +18,6 @@ from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress,
     ProgressColumn,
     Task,
     TextColumn,
@@ -30,6 +29,7 @@ from rich.text import Text
 from appliance.answer import NOT_ANSWERED, CitedSpan
 from appliance.cli_access import break_glass_app, policy_app
 from appliance.cli_common import console, errors, fail, known_subject, open_appliance
+from appliance.cli_progress import progress_display
 from appliance.generate.llama_cpp_server import ServerFailed
 from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
@@ -94,15 +94,14 @@ def ingest(
         defaults["doc_type"] = default_doc_type
     total = len(discover(paths))
     with open_appliance() as appliance:
-        with Progress(
+        with progress_display(
+            errors,
             TextColumn("[bold]ingesting"),
             BarColumn(),
             MofNCompleteColumn(),
             _RateColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[chunks]} chunks"),
-            console=errors,
-            transient=False,
         ) as progress:
             task = progress.add_task("ingest", total=total, chunks=0)
             written = 0
@@ -446,11 +445,11 @@ def models_hash(directory: Annotated[Path, typer.Argument(exists=True, file_okay
 
 def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
     """Run a training job with a progress bar of its optimiser steps."""
-    with Progress(
-        TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=errors,
+    with progress_display(
+        errors, TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(),
     ) as progress:  # fmt: skip
-        task = progress.add_task("train", total=None)
+        task = progress.add_task("training steps", total=None)
         return run(lambda done, total: progress.update(task, completed=done, total=total))
 
 
@@ -705,12 +704,12 @@ def bench_rerank(
         else:
             errors.print(f"no {reranker_role!r} model installed: cross-encoder methods left out")
         results = {}
-        with Progress(
+        with progress_display(
+            errors,
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=errors,
         ) as progress:
             for path in data:
                 task = progress.add_task(path.stem, total=None)

@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from appliance.access.rules import Subject
+from appliance.cli_progress import progress_display
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.nlp.embedder import Embedder
@@ -116,15 +117,15 @@ def main() -> None:
     with Appliance(settings) as appliance:
         _ = appliance.embedder  # model load is start-up, not ingestion
         files = sorted(corpus.glob("*.md"))
-        with Progress(
+        with progress_display(
+            console,
             TextColumn("[bold]MedQuAD"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[chunks]} chunks"),
-            console=console,
         ) as progress:
-            task = progress.add_task("ingest", total=len(files), chunks=0)
+            task = progress.add_task("MedQuAD ingest", total=len(files), chunks=0)
             written = 0
 
             def advance(outcome) -> None:  # type: ignore[no-untyped-def]

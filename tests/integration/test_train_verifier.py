@@ -108,6 +108,9 @@ def test_train_a_tiny_verifier_and_answer_with_it(
                  "--contrast", "scifact.train.jsonl", "--per-label", "30", "--max-length", "64"]  # fmt: skip
     result = runner.invoke(app, arguments)
     assert result.exit_code == 0, result.output
+    # stderr is not a terminal here: progress comes as log lines, ending at the last step
+    steps = [line for line in result.stderr.splitlines() if line.startswith("training steps: ")]
+    assert steps and "(100%)" in steps[-1]
     registry = ModelRegistry(make_settings(data_dir))
     manifest = registry.manifest("verifier")
     assert manifest.kind == "cross-encoder" and manifest.threshold is not None
