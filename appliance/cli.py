@@ -648,7 +648,16 @@ def evaluate_golden(
                 f"{Path(__file__).parent / 'sample_corpus'})",
                 code=2,
             )
-        report = evaluate(appliance, golden)
+        with progress_display(
+            errors, TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        ) as progress:  # fmt: skip
+            task = progress.add_task("golden questions", total=None)
+            report = evaluate(
+                appliance,
+                golden,
+                lambda done, total: progress.update(task, completed=done, total=total),
+            )
     failed = check_gates(report, gates)
     for problem in report.failures:
         errors.print(f"[yellow]warning:[/yellow] {escape(problem)}")

@@ -96,7 +96,7 @@ class LineProgress:
         else:
             parts.append(f"{_clock_time(elapsed)} elapsed")
         parts += [f"{value} {name}" for name, value in task.fields.items()]
-        self.console.print(", ".join(parts), highlight=False, markup=False)
+        self.console.print(", ".join(parts), highlight=False, markup=False, soft_wrap=True)
 
 
 def progress_display(console: Console, *columns: ProgressColumn) -> Progress | LineProgress:

@@ -177,3 +177,30 @@ def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:
     assert result.exit_code == 0 and "BREAK-THE-GLASS ACTIVE" in result.output
     assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 0
     assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 1
+
+
+def test_eval_reports_progress_and_writes_its_report(
+    corpus_copy: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    golden = tmp_path / "golden.jsonl"
+    result = runner.invoke(app, ["eval", "--golden", str(golden)])
+    assert result.exit_code == 2  # the file does not exist yet: refused, nothing run
+    golden.write_text(
+        json.dumps({"question": "Which respirator do staff wear for tuberculosis?",
+                    "doc_id": "isolation-precautions", "quote": "Staff wear an FFP3 respirator"})
+        + "\n" + json.dumps({"question": "How do I book annual leave?", "answerable": False})
+        + "\n"
+    )  # fmt: skip
+    result = runner.invoke(app, ["eval", "--golden", str(golden)])
+    assert result.exit_code == 2
+    assert "ingest the corpus the golden set is about" in " ".join(result.stderr.split())
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    report = tmp_path / "report"
+    result = runner.invoke(app, ["eval", "--golden", str(golden), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    # stderr is not a terminal here: progress comes as log lines, the last one at 2 of 2
+    progress = [line for line in result.stderr.splitlines() if line.startswith("golden questions:")]
+    assert progress and progress[-1].startswith("golden questions: 2/2 (100%)")
+    assert sorted(p.name for p in report.iterdir()) == ["golden.json", "golden.md", "golden.png"]
+    figures = json.loads((report / "golden.json").read_text())["figures"]
+    assert figures["correct_refusal_rate"] == 1.0 and figures["false_refusal_rate"] == 0.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from appliance.engines import Appliance
-from appliance.eval.golden import GoldenReport, check_gates, evaluate, token_f1
+from appliance.eval.golden import GoldenReport, check_gates, evaluate, latency, token_f1
 from appliance.eval.report import write_golden_report
 
 
@@ -18,6 +18,11 @@ def test_token_f1() -> None:
     )
     assert token_f1("nothing shared", "Rub for 20 seconds") == 0.0
     assert 0 < token_f1("Rub hands for 20 seconds", "Rub for 20 to 30 seconds") < 1
+
+
+def test_latency_percentiles_interpolate() -> None:
+    assert latency(GoldenReport(answer_ms=[100.0, 300.0])) == {"p50_ms": 200.0, "p95_ms": 290.0}
+    assert latency(GoldenReport()) == {}
 
 
 def test_gates_fail_with_the_figure_named(tmp_path: Path) -> None:
@@ -43,7 +48,9 @@ def test_a_small_golden_set_end_to_end(sample_appliance: Appliance, tmp_path: Pa
         {"question": "How do I book annual leave?", "answerable": False},
     ]  # fmt: skip
     golden.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    report = evaluate(sample_appliance, golden)
+    told: list[tuple[int, int]] = []
+    report = evaluate(sample_appliance, golden, lambda done, total: told.append((done, total)))
+    assert told == [(1, 3), (2, 3), (3, 3)]  # the unanswerable one (a `continue`) counted too
     assert report.questions == 3 and report.answerable == 2 and not report.failures
     assert report.exact_span_validity == 1.0 and report.citations >= 2
     assert report.recall_at_10_before_rerank == 1.0

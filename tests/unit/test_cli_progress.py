@@ -20,7 +20,7 @@ class FakeClock:
 
 def log_console() -> tuple[Console, io.StringIO]:
     out = io.StringIO()
-    return Console(file=out, width=200, force_terminal=False), out
+    return Console(file=out, width=40, force_terminal=False), out  # lines longer than that
 
 
 def test_a_line_for_each_tenth_with_the_time_left() -> None:
