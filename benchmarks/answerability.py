@@ -8,7 +8,7 @@ Side by side in one run, on the same data directory: the cosine floor alone, and
 cosine floor with the question-coverage gate. Figures: correct refusals (unanswerable)
 and false refusals (answerable), with the extractive generator.
 
-    .venv/bin/python benchmarks/answerability.py [--pages 300] [--seed 13]
+    .venv/bin/python -m benchmarks.answerability [--pages 300] [--seed 13]
 """
 
 from __future__ import annotations
