@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from rich.console import Console
 from rich.progress import Progress, ProgressColumn
@@ -45,14 +44,11 @@ class LineProgress:
     def __enter__(self) -> LineProgress:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, failure: type[BaseException] | None, *_: object) -> None:
+        if failure is not None:  # the command's error says what happened
+            return
         for task in self._tasks:  # where each task ended, unless already printed
-            if error is None and task.completed != task.printed_completed:
+            if task.completed != task.printed_completed:
                 self._print(task)
 
     def add_task(self, description: str, total: float | None = None, **fields: object) -> int:
