@@ -8,6 +8,10 @@ NLI verifier (and any other NLI model installed in the role "verifier").
   "entailed" over all pairs.
 - NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
   training run), three-way accuracy and the precision of "entailed".
+- Self-entailment: each sentence against itself, which any verifier must call entailed
+  (an LLM that quotes a guideline sentence word for word must not lose it), over the
+  SciFact dev claims and the sample golden set's quotes, and over the negated ones alone
+  (the contrast pairs teach that negation goes with contradiction).
 
     APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N]
         [--nli FILE ...] [--out FILE]
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -35,6 +40,8 @@ from appliance.verify.base import EntailmentVerifier
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.train_verifier import LABELS, balance, read_nli
+
+NEGATED = re.compile(r"\b(?:not|no|never|without|cannot)\b|n't\b", re.I)
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "verifier.json"
@@ -58,6 +65,35 @@ def scifact_pairs() -> list[tuple[str, str, str]]:
                     (" ".join(abstract["sentences"][:2]), claim["claim"], "NOT_ENOUGH_INFO")
                 )
     return pairs
+
+
+def self_entailment_sentences() -> dict[str, list[str]]:
+    """SciFact dev claims and the sample golden set's quotes, each once."""
+    claims = [
+        json.loads(line)["claim"]
+        for line in (SHARED / "scifact" / "claims_dev.jsonl").open(encoding="utf-8")
+    ]
+    golden = PROJECT_ROOT / "appliance" / "sample_corpus" / "golden.jsonl"
+    quotes = [
+        gold["quote"]
+        for line in golden.open(encoding="utf-8")
+        if line.strip()
+        for gold in json.loads(line).get("gold") or [json.loads(line)]
+        if "quote" in gold
+    ]
+    return {"scifact_claims": sorted(set(claims)), "golden_quotes": sorted(set(quotes))}
+
+
+def self_entailment(verifier: EntailmentVerifier, sentences: list[str]) -> dict[str, float]:
+    """Share of sentences judged entailed by themselves: all, and the negated ones."""
+    entailed = [verifier.check(s, s).entailed for s in sentences]
+    negated = [e for s, e in zip(sentences, entailed, strict=True) if NEGATED.search(s)]
+    return {
+        "sentences": len(sentences),
+        "entailed": float(np.mean(entailed)),
+        "negated_sentences": len(negated),
+        "negated_entailed": float(np.mean(negated)) if negated else float("nan"),
+    }
 
 
 def evaluate(verifier: EntailmentVerifier, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
@@ -127,6 +163,10 @@ def main() -> None:
                 row["nli_held_out"]["three_way_accuracy"] = float(
                     np.mean(predicted == [lab for _, _, lab in nli])
                 )
+            row["self_entailment"] = {
+                name: self_entailment(verifier, sentences)
+                for name, sentences in self_entailment_sentences().items()
+            }
             figures[verifier.name] = row
     table = Table(title="citation verifiers")
     for column in ("verifier", "SciFact support vs contradict acc.", "SciFact entailed P / R",
@@ -143,6 +183,18 @@ def main() -> None:
             f"{sci['ms_per_pair']:.1f}",  # type: ignore[index]
         )
     console.print(table)
+    selves = Table(title="sentences judged entailed by themselves (all / negated)")
+    selves.add_column("verifier")
+    for name in self_entailment_sentences():
+        selves.add_column(name)
+    for name, row in figures.items():
+        cells = row["self_entailment"].values()  # type: ignore[attr-defined]
+        selves.add_row(
+            name,
+            *(f"{c['entailed']:.3f} / {c['negated_entailed']:.3f} ({c['negated_sentences']})"
+              for c in cells),
+        )  # fmt: skip
+    console.print(selves)
     command = " ".join(["benchmarks/verifier.py", *sys.argv[1:]])
     args.out.write_text(json.dumps({"command": command, **figures}, indent=2) + "\n")
     console.print(f"written to {args.out}")
