@@ -79,7 +79,12 @@ def reverse_direction(claim: str) -> str | None:
 def contrast_pairs(pairs: Sequence[NliPair], sources: Iterable[str], nlp: Any) -> list[NliPair]:
     """New pairs from the entailed and contradicted pairs of the named files: each
     hypothesis negated with the opposite label, and each entailed hypothesis reversed in
-    direction as a contradiction. Each distinct claim is parsed once."""
+    direction as a contradiction. Each distinct claim is parsed once.
+
+    Then every claim and every variant once as its own premise, entailed (source
+    "<file> (self)", so ``--repeat`` does not multiply them): without these the negated
+    variants teach that "not" goes with contradiction, and a verifier trained on them
+    rejected negated sentences checked against their own words."""
     named = set(sources)
     chosen = [p for p in pairs if p.source in named and p.label in ("entailment", "contradiction")]
     claims = sorted({p.hypothesis for p in chosen})
@@ -94,6 +99,9 @@ def contrast_pairs(pairs: Sequence[NliPair], sources: Iterable[str], nlp: Any) -
             if hypothesis and hypothesis != pair.hypothesis:
                 new = replace(pair, hypothesis=hypothesis, label=label)
                 added.setdefault((new.premise, new.hypothesis), new)
+    for pair in [*chosen, *added.values()]:
+        selfsame = NliPair(pair.hypothesis, pair.hypothesis, "entailment", f"{pair.source} (self)")
+        added.setdefault((selfsame.premise, selfsame.hypothesis), selfsame)
     return list(added.values())
 
 

@@ -57,8 +57,20 @@ def test_contrast_pairs_flip_labels_and_touch_only_the_named_file(spacy_pipeline
     added = {
         (p.hypothesis, p.label, p.source) for p in contrast_pairs(pairs, ["sci"], spacy_pipeline)
     }
-    assert added == {
+    variants = {
         ("Exercise does not increase insulin sensitivity.", "contradiction", "sci"),
         ("Exercise decreases insulin sensitivity.", "contradiction", "sci"),
         ("Exercise has effect on insulin sensitivity.", "entailment", "sci"),
     }
+    claims = {
+        "Exercise increases insulin sensitivity.",
+        "Exercise has no effect on insulin sensitivity.",
+    }
+    # every claim and variant also as its own premise, entailed, and not repeated with "sci"
+    selves = {(h, "entailment", "sci (self)") for h in claims | {h for h, _, _ in variants}}
+    assert added == variants | selves
+    assert all(
+        p.premise == p.hypothesis
+        for p in contrast_pairs(pairs, ["sci"], spacy_pipeline)
+        if p.source == "sci (self)"
+    )
