@@ -545,7 +545,8 @@ def models_train_verifier(
         list[str] | None,
         typer.Option(
             help="FILE_NAME: add that file's entailed and contradicted training claims "
-            "negated, with the opposite label (SciFact's contradictions are negated claims)."
+            "negated, with the opposite label (SciFact's contradictions are negated claims), "
+            "and each claim and variant as its own premise, entailed."
         ),
     ] = None,
     base: Annotated[
