@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -37,11 +36,10 @@ from rich.table import Table
 from appliance.engines import Appliance
 from appliance.settings import PROJECT_ROOT, Settings
 from appliance.verify.base import EntailmentVerifier
+from appliance.verify.claim_negation import NEGATED
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.train_verifier import LABELS, balance, read_nli
-
-NEGATED = re.compile(r"\b(?:not|no|never|without|cannot)\b|n't\b", re.I)
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "verifier.json"
@@ -143,6 +141,7 @@ def main() -> None:
         if appliance.verifier.kind == "nli":
             verifiers.append(appliance.verifier)
         scifact = scifact_pairs()
+        own_words = self_entailment_sentences()
         chosen = balance(read_nli(args.nli), args.per_label, random.Random(args.seed))
         held = chosen[: max(1, int(len(chosen) * args.held_out))]
         nli = [(p.premise, p.hypothesis, p.label) for p in held]
@@ -164,8 +163,7 @@ def main() -> None:
                     np.mean(predicted == [lab for _, _, lab in nli])
                 )
             row["self_entailment"] = {
-                name: self_entailment(verifier, sentences)
-                for name, sentences in self_entailment_sentences().items()
+                name: self_entailment(verifier, sentences) for name, sentences in own_words.items()
             }
             figures[verifier.name] = row
     table = Table(title="citation verifiers")
@@ -185,7 +183,7 @@ def main() -> None:
     console.print(table)
     selves = Table(title="sentences judged entailed by themselves (all / negated)")
     selves.add_column("verifier")
-    for name in self_entailment_sentences():
+    for name in own_words:
         selves.add_column(name)
     for name, row in figures.items():
         cells = row["self_entailment"].values()  # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ _OPPOSITES = {
     "lowers": "raises", "inhibits": "promotes", "suppresses": "induces",
 }  # fmt: skip
 _OPPOSITES |= {b: a for a, b in _OPPOSITES.items() if b not in _OPPOSITES}
-_NEGATED = re.compile(r"\b(?:not|no|never|without|cannot)\b|n't\b", re.I)
+NEGATED = re.compile(r"\b(?:not|no|never|without|cannot)\b|n't\b", re.I)
 _DIRECTION_WORD = re.compile(r"\b(" + "|".join(map(re.escape, _OPPOSITES)) + r")\b", re.I)
 
 
@@ -67,7 +67,7 @@ def reverse_direction(claim: str) -> str | None:
     """The claim with its first direction word replaced by its opposite, case kept; None
     for a negated claim ("did not improve" does not contradict "did not worsen")."""
     found = _DIRECTION_WORD.search(claim)
-    if found is None or _NEGATED.search(claim):
+    if found is None or NEGATED.search(claim):
         return None
     word = found.group(0)
     opposite = _OPPOSITES[word.lower()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
@@ -57,13 +58,10 @@ def test_a_line_every_minute_when_a_tenth_takes_longer() -> None:
 def test_nothing_more_printed_after_a_failure() -> None:
     console, out = log_console()
     clock = FakeClock()
-    try:
-        with LineProgress(console, clock=clock) as progress:
-            task = progress.add_task("ingest", total=100)
-            progress.update(task, advance=3)
-            raise RuntimeError("disk full")
-    except RuntimeError:
-        pass
+    with pytest.raises(RuntimeError), LineProgress(console, clock=clock) as progress:
+        task = progress.add_task("ingest", total=100)
+        progress.update(task, advance=3)
+        raise RuntimeError("disk full")
     assert out.getvalue() == ""
 
 
