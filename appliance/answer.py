@@ -14,7 +14,13 @@ import numpy as np
 
 from appliance.access.guard import AccessGuard
 from appliance.access.rules import Subject
-from appliance.generate.base import ContextPassage, Decision, Generator, asks_yes_or_no
+from appliance.generate.base import (
+    ContextPassage,
+    Decision,
+    Generator,
+    asks_yes_or_no,
+    under_heading,
+)
 from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.filters import SearchFilter
@@ -195,7 +201,9 @@ class AnswerPipeline:
         claims = [s for s in recheck.sentences if s.kind == "claim"]
         if not claims:
             return finish((), "no claim survived verification")
-        claim_vectors = self._embedder.embed([s.text for s in claims])
+        claim_vectors = self._embedder.embed(
+            [under_heading(s.text, in_context[s.citations[0].chunk_id]) for s in claims]
+        )
         if float(np.max(claim_vectors @ question_vector)) < self.relevance_floor:
             return finish((), "what is left does not answer the question")
         final = tuple(

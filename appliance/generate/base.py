@@ -35,6 +35,14 @@ def asks_yes_or_no(question: str) -> bool:
     return question.rstrip().endswith("?") or bool(openers & _AUXILIARY)
 
 
+def under_heading(text: str, chunk: Chunk) -> str:
+    """A sentence as a reader meets it: after its section's heading ("Treatment of a
+    first episode: Give oral vancomycin ..."). A sentence alone often leaves out what
+    its section is about; the question usually names it."""
+    heading = chunk.heading_path[-1] if len(chunk.heading_path) > 1 else ""
+    return f"{heading}: {text}" if heading else text
+
+
 @dataclass(frozen=True, slots=True)
 class ContextPassage:
     """A chunk as given to a generator: numbered in the order it was presented."""

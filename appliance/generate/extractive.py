@@ -1,26 +1,129 @@
 """The extractive generator: no LLM, so it cannot invent. It picks the sentences of the
 top passages that best answer the question and returns them verbatim, each citing the
-chunk it came from. The default on a CPU-only machine."""
+chunk it came from. The default on a CPU-only machine.
+
+A sentence is judged in its context, as a reader would: under its section heading, and a
+table row under its column names ("Insulin rate (units/hour) 3" says something; "| 3 |"
+does not). A row that is chosen is quoted after its header row, so the answer can be read
+on its own. Look-up tables key rows on ranges ("11.1 to 15.0", "below 4.0"), which no
+sentence embedding compares with a number, so a row whose range holds a number the
+question asks about gains ``range_bonus``.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
-from appliance.generate.base import ContextPassage, GeneratedAnswer
+from appliance.generate.base import ContextPassage, GeneratedAnswer, under_heading
 from appliance.nlp.embedder import Embedder
 from appliance.records import AnswerSentence, Citation
 
 # A sentence ends at . ! ? (or a line break) followed by space and a capital, digit or bullet.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])|\n+")
+_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+_NUMBER = r"\d+(?:\.\d+)?"
+_RANGE = re.compile(rf"({_NUMBER})\s*(?:to|-|\u2013)\s*({_NUMBER})")
+_BOUND = re.compile(
+    rf"\b(below|under|less than|above|over|more than)\s+({_NUMBER})|([<>])\s*({_NUMBER})"
+)
+_BELOW = frozenset(["below", "under", "less than", "<"])
+_QUESTION_NUMBER = re.compile(rf"(?<![\w.]){_NUMBER}(?![\w.])")
 
 
 def sentences_of(text: str) -> list[str]:
     """The sentences of a passage, each an exact substring of it."""
     pieces = [p.strip(" -*\t") for p in _SENTENCE_END.split(text)]
     return [p for p in pieces if len(p.split()) >= 3 and p in text]
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A sentence or table row that may be quoted, and the text it is judged by."""
+
+    quote: str
+    """An exact substring of the chunk."""
+    judged_text: str
+    """The quote in its context: its section heading, and for a row its column names."""
+    passage: ContextPassage
+    header: str | None = None
+    """For a table row, the table's header row when the chunk holds it (quoted first)."""
+    columns: str = ""
+    """For a table row, its table's header row, in this chunk or repeated as context."""
+
+    @property
+    def position(self) -> int:
+        return self.passage.chunk.text.find(self.quote)
+
+    @property
+    def table(self) -> tuple[str, str] | None:
+        """Which table of which chunk the row is in (None for a sentence)."""
+        return (self.passage.chunk.chunk_id, self.columns) if self.columns else None
+
+
+def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
+    """Every sentence and table row of a passage; a table's header and separator rows
+    say nothing alone and are not candidates."""
+    chunk = passage.chunk
+    lines = chunk.text.split("\n")
+    prose: list[str] = []
+    header: str | None = None
+    repeated = chunk.context.strip().split("\n")[0]
+    columns = repeated if repeated.startswith("|") else ""
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            prose.append(line)
+            header = None
+            continue
+        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        if _TABLE_SEPARATOR.match(following):
+            header = columns = stripped
+            continue
+        if _TABLE_SEPARATOR.match(stripped):
+            continue
+        values = _cells(stripped)
+        names = _cells(columns) if columns else [""] * len(values)
+        described = "; ".join(
+            f"{name} {value}" if name else value for name, value in zip(names, values, strict=False)
+        )
+        yield Candidate(stripped, under_heading(described, chunk), passage, header, columns)
+    for sentence in sentences_of("\n".join(prose)):
+        if sentence in chunk.text:
+            yield Candidate(sentence, under_heading(sentence, chunk), passage)
+
+
+def _bounds(text: str) -> set[tuple[bool, float]]:
+    """Each "below X" / "above X" in a text, as (is an upper bound, X)."""
+    return {
+        ((word or sign) in _BELOW, float(bound or signed_bound))
+        for word, bound, sign, signed_bound in _BOUND.findall(text.lower())
+    }
+
+
+def holds_number_asked(question: str, text: str) -> bool:
+    """Whether ``text`` names a range or bound that holds a number the question asks
+    about ("12 mmol/L" and "11.1 to 15.0"; "9" and "above 8"; "below 1.2" and "below
+    1.2")."""
+    if _bounds(text) & _bounds(question):
+        return True
+    # A number in a bound of the question ("below 1.2") is not a value to look up.
+    asked = [float(n) for n in _QUESTION_NUMBER.findall(_BOUND.sub(" ", question.lower()))]
+    if not asked:
+        return False
+    if any(float(low) <= n <= float(high) for low, high in _RANGE.findall(text) for n in asked):
+        return True
+    return any(
+        (n < limit) if upper else (n > limit) for upper, limit in _bounds(text) for n in asked
+    )
 
 
 class ExtractiveGenerator:
@@ -33,43 +136,56 @@ class ExtractiveGenerator:
         max_sentences: int = 2,
         passages_used: int = 3,
         margin: float = 0.08,
+        range_bonus: float = 0.15,
     ) -> None:
         self._embedder = embedder
         self._max_sentences = max_sentences
         self._passages_used = passages_used
         self._margin = margin
+        self._range_bonus = range_bonus
 
     def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
-        options: list[tuple[str, ContextPassage]] = [
-            (sentence, passage)
-            for passage in passages[: self._passages_used]
-            for sentence in sentences_of(passage.chunk.text)
-        ]
+        options = [c for p in passages[: self._passages_used] for c in candidates_of(p)]
         if not options:
             return GeneratedAnswer((), json.dumps({"sentences": [], "not_found": True}), self.name)
-        vectors = self._embedder.embed([question, *(s for s, _ in options)])
-        similarity = vectors[1:] @ vectors[0]
+        vectors = self._embedder.embed(
+            [question, *(c.quote for c in options), *(c.judged_text for c in options)]
+        )
+        alone, in_context = np.split(vectors[1:] @ vectors[0], 2)
+        similarity = (alone + in_context) / 2
         # Earlier passages ranked higher: a small prior keeps ties with the best passage.
-        prior = np.array([0.02 * (self._passages_used - p.number) for _, p in options])
-        scores = similarity + prior
+        prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
+        in_range = np.array([holds_number_asked(question, c.judged_text) for c in options])
+        scores = similarity + prior + self._range_bonus * in_range
+        # Where a row's range holds the number asked, the table's other rows are not
+        # what was asked ("above 20.0" when the glucose is 12).
+        looked_up = {c.table for c, hit in zip(options, in_range, strict=True) if hit and c.table}
+        for i, option in enumerate(options):
+            if option.table in looked_up and not in_range[i]:
+                scores[i] = -np.inf
         order = np.argsort(-scores)
         best = float(scores[order[0]])
         chosen = [int(i) for i in order if scores[i] >= best - self._margin][: self._max_sentences]
-        chosen.sort(
-            key=lambda i: (options[i][1].number, options[i][1].chunk.text.find(options[i][0]))
-        )
+        chosen.sort(key=lambda i: (options[i].passage.number, options[i].position))
+        quoted: list[tuple[str, str, float]] = []  # (quote, chunk_id, score)
+        for i in chosen:
+            option = options[i]
+            chunk_id = option.passage.chunk.chunk_id
+            if option.header is not None and (option.header, chunk_id) not in {
+                (quote, cited) for quote, cited, _ in quoted
+            }:
+                quoted.append((option.header, chunk_id, float(scores[i])))
+            quoted.append((option.quote, chunk_id, float(scores[i])))
         sentences = tuple(
-            AnswerSentence(
-                options[i][0], "claim", (Citation(options[i][1].chunk.chunk_id, options[i][0]),)
-            )
-            for i in chosen
+            AnswerSentence(quote, "claim", (Citation(chunk_id, quote),))
+            for quote, chunk_id, _ in quoted
         )
         raw = json.dumps(
             {
                 "sentences": [
-                    {"text": s.text, "kind": s.kind, "score": round(float(scores[i]), 4),
-                     "citations": [{"chunk_id": c.chunk_id, "quote": c.quote} for c in s.citations]}
-                    for s, i in zip(sentences, chosen, strict=True)
+                    {"text": quote, "kind": "claim", "score": round(score, 4),
+                     "citations": [{"chunk_id": chunk_id, "quote": quote}]}
+                    for quote, chunk_id, score in quoted
                 ],
                 "not_found": False,
             }

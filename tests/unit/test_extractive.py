@@ -1,0 +1,83 @@
+"""The extractive generator judges sentences in context and reads look-up tables: a row
+is chosen by its column names and by the range that holds the number asked, and is
+quoted after its header row."""
+
+from __future__ import annotations
+
+from appliance.generate.base import ContextPassage, under_heading
+from appliance.generate.extractive import (
+    ExtractiveGenerator,
+    candidates_of,
+    holds_number_asked,
+)
+from appliance.nlp.embedder import Embedder
+from appliance.records import Chunk, DocumentMetadata
+
+RATE_SCALE = """| Capillary glucose (mmol/L) | Insulin rate (units/hour) |
+|---|---|
+| below 4.0 | 0, treat hypoglycaemia |
+| 4.0 to 7.0 | 1 |
+| 11.1 to 15.0 | 3 |
+| above 20.0 | 6 and call the diabetes team |"""
+
+
+def _passage(
+    number: int, text: str, headings: tuple[str, ...], context: str = ""
+) -> ContextPassage:
+    chunk = Chunk(f"vriii@3#{number:04d}", "vriii", number, text, 0, len(text),
+                  ("Variable Rate Intravenous Insulin Infusion", *headings), None, "0" * 64,
+                  DocumentMetadata(doc_id="vriii", title="VRIII", version="3"), context)  # fmt: skip
+    return ContextPassage(number, chunk)
+
+
+def test_header_and_separator_rows_are_not_candidates_and_rows_carry_their_column_names() -> None:
+    candidates = list(candidates_of(_passage(1, RATE_SCALE, ("Rate scale",))))
+    assert [c.quote for c in candidates] == RATE_SCALE.split("\n")[2:]
+    row = candidates[2]
+    assert row.judged_text == (
+        "Rate scale: Capillary glucose (mmol/L) 11.1 to 15.0; Insulin rate (units/hour) 3"
+    )
+    assert row.header == RATE_SCALE.split("\n")[0]
+
+
+def test_a_later_part_of_a_table_takes_its_column_names_from_the_repeated_header() -> None:
+    header = "\n".join(RATE_SCALE.split("\n")[:2])
+    rows = "| 15.1 to 20.0 | 4 |"
+    (row,) = candidates_of(_passage(2, rows, ("Rate scale",), context=header))
+    assert row.judged_text.endswith("Capillary glucose (mmol/L) 15.1 to 20.0; Insulin rate (units/hour) 4")  # fmt: skip
+    assert row.header is None  # not in this chunk, so it cannot be quoted from it
+
+
+def test_sentences_are_judged_under_their_heading() -> None:
+    passage = _passage(3, "Check capillary glucose every hour. Then stop.", ("Monitoring",))
+    (sentence,) = candidates_of(passage)  # "Then stop." is too short to quote
+    assert sentence.judged_text == "Monitoring: Check capillary glucose every hour."
+    assert under_heading("x", _passage(4, "x", ()).chunk) == "x"  # a title alone adds nothing
+
+
+def test_a_range_or_bound_holds_the_number_asked() -> None:
+    asked = "What insulin rate for a capillary glucose of 12 mmol/L?"
+    assert holds_number_asked(asked, "| 11.1 to 15.0 | 3 |")
+    assert not holds_number_asked(asked, "| 4.0 to 7.0 | 1 |")
+    assert holds_number_asked("INR of 9 and no bleeding", "INR above 8 without bleeding")
+    assert not holds_number_asked("INR of 9 and no bleeding", "INR 5 to 8 without bleeding")
+    # A bound in the question is matched as a bound, not as a value to look up.
+    assert holds_number_asked("APTT ratio is below 1.2", "| below 1.2 | 80 units/kg |")
+    assert not holds_number_asked("APTT ratio is below 1.2", "| 1.2 to 1.5 | none |")
+    assert not holds_number_asked("Which screening test, the 4AT?", "| 1 to 9 | x |")
+    assert not holds_number_asked("no number here", "| 1 to 3 | x |")
+
+
+def test_a_looked_up_row_is_quoted_alone_after_its_header(embedder: Embedder) -> None:
+    passages = [
+        _passage(1, RATE_SCALE, ("Rate scale",)),
+        _passage(2, "Check capillary glucose every hour while the infusion runs.", ("Monitoring",)),
+    ]
+    answer = ExtractiveGenerator(embedder).generate(
+        "What insulin rate for a capillary glucose of 12 mmol/L on the VRIII?", passages
+    )
+    quotes = [s.text for s in answer.sentences]
+    assert quotes == [RATE_SCALE.split("\n")[0], "| 11.1 to 15.0 | 3 |"]
+    for sentence in answer.sentences:
+        (citation,) = sentence.citations
+        assert citation.chunk_id == "vriii@3#0001" and citation.quote in RATE_SCALE
