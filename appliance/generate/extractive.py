@@ -96,9 +96,8 @@ def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
             f"{name} {value}" if name else value for name, value in zip(names, values, strict=False)
         )
         yield Candidate(stripped, under_heading(described, chunk), passage, header, columns)
-    for sentence in sentences_of("\n".join(prose)):
-        if sentence in chunk.text:
-            yield Candidate(sentence, under_heading(sentence, chunk), passage)
+    for sentence in sentences_of("\n".join(prose)):  # never spans a line: a chunk substring
+        yield Candidate(sentence, under_heading(sentence, chunk), passage)
 
 
 def _bounds(text: str) -> set[tuple[bool, float]]:
@@ -173,7 +172,7 @@ class ExtractiveGenerator:
             chunk_id = option.passage.chunk.chunk_id
             if option.header is not None and (option.header, chunk_id) not in {
                 (quote, cited) for quote, cited, _ in quoted
-            }:
+            }:  # two rows of one table share one header
                 quoted.append((option.header, chunk_id, float(scores[i])))
             quoted.append((option.quote, chunk_id, float(scores[i])))
         sentences = tuple(
