@@ -12,9 +12,11 @@ NLI verifier (and any other NLI model installed in the role "verifier").
   (an LLM that quotes a guideline sentence word for word must not lose it), over the
   SciFact dev claims and the sample golden set's quotes, and over the negated ones alone
   (the contrast pairs teach that negation goes with contradiction).
+- With ``--negation-check``, also the NLI verifier asked about each claim and its
+  negation together (an experiment the product does not use).
 
     APPLIANCE_DATA_DIR=... .venv/bin/python benchmarks/verifier.py [--per-label N]
-        [--nli FILE ...] [--out FILE]
+        [--nli FILE ...] [--negation-check] [--out FILE]
 
 ``--nli`` names the files the verifier was trained on (default: every file in
 ../shared/data/nli), so that the held-out draw is the training run's own.
@@ -27,7 +29,9 @@ import json
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -35,8 +39,8 @@ from rich.table import Table
 
 from appliance.engines import Appliance
 from appliance.settings import PROJECT_ROOT, Settings
-from appliance.verify.base import EntailmentVerifier
-from appliance.verify.claim_negation import NEGATED
+from appliance.verify.base import Entailment, EntailmentVerifier
+from appliance.verify.claim_negation import NEGATED, negate
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.train_verifier import LABELS, balance, read_nli
@@ -94,6 +98,74 @@ def self_entailment(verifier: EntailmentVerifier, sentences: list[str]) -> dict[
     }
 
 
+class NegationCheckedVerifier:
+    """An experiment (``--negation-check``), not used by the product: evidence that
+    supports a claim contradicts the claim negated, so the verifier is asked both
+    questions and the answers weighed together, hoping to catch a reversed finding that
+    one question lets through. The negation is the training contrast pairs' own
+    (``claim_negation.negate``). It did not help (README): the class stays so that the
+    figure can be reproduced.
+
+    A sentence is entailed only when the evidence entails it above the threshold *and*
+    the support margin over the sentence and its negation is positive; a sentence the
+    parse cannot negate is judged as before."""
+
+    kind = "nli"
+
+    def __init__(self, verifier: NliVerifier, nlp: Any) -> None:
+        self._verifier = verifier
+        self._nlp = nlp
+        self.name = f"{verifier.name} + negation check"
+        self.threshold = verifier.threshold
+
+    def negations(self, sentences: Sequence[str]) -> list[str | None]:
+        """Each sentence with its main clause negated, or None where the parse gives no
+        place for a negation."""
+        return [negate(doc) for doc in self._nlp.pipe(sentences)]
+
+    def support_margins(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(P(entailment) of each pair, support margin of each pair). The margin is
+        P(e) - P(c) for the sentence, averaged with P(c) - P(e) for its negation where
+        there is one: above zero, the two questions together say "supported"."""
+        entail = self._verifier.label_index("entailment")
+        contradict = self._verifier.label_index("contradiction")
+        rows = self._verifier.probabilities(list(premises), list(hypotheses))
+        margins = rows[:, entail] - rows[:, contradict]
+        negated = self.negations(hypotheses)
+        where = [i for i, sentence in enumerate(negated) if sentence]
+        if where:
+            flipped = self._verifier.probabilities(
+                [premises[i] for i in where], [negated[i] for i in where]
+            )
+            margins[where] = (margins[where] + flipped[:, contradict] - flipped[:, entail]) / 2
+        return rows[:, entail], margins
+
+    def check(self, evidence: str, sentence: str) -> Entailment:
+        [score], [margin] = self.support_margins([evidence], [sentence])
+        entailed = bool(score >= self.threshold and margin > 0)
+        reasons = (f"P(entailment) = {score:.2f}", f"support margin with negation = {margin:.2f}")
+        return Entailment(float(score), entailed, reasons)
+
+
+NLI_KINDS = (NliVerifier, NegationCheckedVerifier)
+
+
+def says_support(
+    verifier: NliVerifier | NegationCheckedVerifier, pairs: list[tuple[str, str, str]]
+) -> np.ndarray:
+    """Support versus contradict, for pairs known to be one of the two: which is likelier
+    by the model, or by the model asked about the claim and its negation."""
+    premises, hypotheses = [p for p, _, _ in pairs], [h for _, h, _ in pairs]
+    if isinstance(verifier, NegationCheckedVerifier):
+        return verifier.support_margins(premises, hypotheses)[1] > 0
+    rows = verifier.probabilities(premises, hypotheses)
+    return (
+        rows[:, verifier.label_index("entailment")] > rows[:, verifier.label_index("contradiction")]
+    )
+
+
 def evaluate(verifier: EntailmentVerifier, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
     start = time.perf_counter()
     entailed = np.array(
@@ -103,19 +175,10 @@ def evaluate(verifier: EntailmentVerifier, pairs: list[tuple[str, str, str]]) ->
     gold = np.array([label for _, _, label in pairs])
     decided = gold != "NOT_ENOUGH_INFO"
     supported = gold == "SUPPORT"
-    if isinstance(verifier, NliVerifier):  # support vs contradict: which of the two is likelier
-        rows = verifier.probabilities([p for p, _, _ in pairs], [h for _, h, _ in pairs])
-        says_support = (
-            rows[:, verifier.label_index("entailment")]
-            > rows[:, verifier.label_index("contradiction")]
-        )
-    else:
-        says_support = entailed
+    support = says_support(verifier, pairs) if isinstance(verifier, NLI_KINDS) else entailed
     return {
         "pairs": len(pairs),
-        "support_vs_contradict_accuracy": float(
-            np.mean(says_support[decided] == supported[decided])
-        ),
+        "support_vs_contradict_accuracy": float(np.mean(support[decided] == supported[decided])),
         "entailed_precision": float(np.sum(entailed & supported) / max(1, entailed.sum())),
         "entailed_recall": float(np.sum(entailed & supported) / max(1, supported.sum())),
         "ms_per_pair": per_pair_ms,
@@ -134,12 +197,19 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--held-out", type=float, default=0.1)
+    parser.add_argument(
+        "--negation-check", action="store_true",
+        help="also the NLI verifier asked about each claim and its negation (an experiment)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
     with Appliance(Settings()) as appliance:
         verifiers: list[EntailmentVerifier] = [LexicalVerifier()]
         if appliance.verifier.kind == "nli":
             verifiers.append(appliance.verifier)
+            if args.negation_check:
+                nlp = appliance.registry.load("spacy-vectors")
+                verifiers.append(NegationCheckedVerifier(appliance.verifier, nlp))
         scifact = scifact_pairs()
         own_words = self_entailment_sentences()
         chosen = balance(read_nli(args.nli), args.per_label, random.Random(args.seed))
@@ -161,6 +231,12 @@ def main() -> None:
                 predicted = np.array(LABELS)[rows[:, order].argmax(1)]
                 row["nli_held_out"]["three_way_accuracy"] = float(
                     np.mean(predicted == [lab for _, _, lab in nli])
+                )
+            if isinstance(verifier, NLI_KINDS):
+                decided = [(p, h, lab) for p, h, lab in nli if lab != "neutral"]
+                support = np.array([lab == "entailment" for _, _, lab in decided])
+                row["nli_held_out"]["support_vs_contradict_accuracy"] = float(
+                    np.mean(says_support(verifier, decided) == support)
                 )
             row["self_entailment"] = {
                 name: self_entailment(verifier, sentences) for name, sentences in own_words.items()

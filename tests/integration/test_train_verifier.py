@@ -24,6 +24,7 @@ from appliance.verify.train_verifier import (
     read_nli,
     repeat_in_domain,
 )
+from benchmarks.verifier import NegationCheckedVerifier
 from tests.conftest import SAMPLE_READER, make_settings
 
 NLI = Path(__file__).resolve().parents[3] / "shared" / "data" / "nli"
@@ -122,6 +123,7 @@ def test_train_a_tiny_verifier_and_answer_with_it(
     assert 0.0 <= verdict.score <= 1.0 and len(verdict.reasons) == 3
     long_sentence = "The patient received the dose again. " * 80  # longer than max_length alone
     assert 0.0 <= verifier.check("A short premise.", long_sentence).score <= 1.0
+    assert_negation_check_weighs_both_questions(verifier, registry)
 
     with Appliance(make_settings(data_dir)) as appliance:
         appliance.ingestor.ingest([corpus_copy])
@@ -130,6 +132,26 @@ def test_train_a_tiny_verifier_and_answer_with_it(
             "How long should I rub my hands with alcohol gel?", SAMPLE_READER
         )
         assert answer.verifier == manifest.name
+
+
+def assert_negation_check_weighs_both_questions(
+    verifier: NliVerifier, registry: ModelRegistry
+) -> None:
+    """The support margin is P(e) - P(c) for the claim averaged with P(c) - P(e) for its
+    negation; a sentence the parse cannot negate keeps the model's own margin."""
+    checked = NegationCheckedVerifier(verifier, registry.load("spacy-vectors"))
+    premise, claim, fragment = "Aspirin lowers fever in adults.", "Aspirin lowers fever.", "Fever."
+    assert checked.negations([claim, fragment]) == ["Aspirin does not lower fever.", None]
+    e, c = verifier.label_index("entailment"), verifier.label_index("contradiction")
+    asked = verifier.probabilities(
+        [premise] * 3, [claim, "Aspirin does not lower fever.", fragment]
+    )
+    scores, margins = checked.support_margins([premise, premise], [claim, fragment])
+    both = ((asked[0, e] - asked[0, c]) + (asked[1, c] - asked[1, e])) / 2
+    assert margins == pytest.approx([both, asked[2, e] - asked[2, c]], abs=1e-4)
+    assert scores == pytest.approx([asked[0, e], asked[2, e]], abs=1e-4)
+    verdict = checked.check(premise, claim)
+    assert verdict.entailed == (verdict.score >= verifier.threshold and margins[0] > 0)
 
 
 @pytest.mark.skipif(not NLI.exists(), reason="needs ../shared/data")
