@@ -7,7 +7,8 @@ NLI verifier (and any other NLI model installed in the role "verifier").
   Reported: support-versus-contradict accuracy, and the precision and recall of
   "entailed" over all pairs.
 - NLI dev: the verifier's own held-out pairs (the same balanced draw and seed as its
-  training run), three-way accuracy and the precision of "entailed".
+  training run), three-way accuracy, support-versus-contradict accuracy over its
+  entailed and contradicted pairs, and the precision of "entailed".
 - Self-entailment: each sentence against itself, which any verifier must call entailed
   (an LLM that quotes a guideline sentence word for word must not lose it), over the
   SciFact dev claims and the sample golden set's quotes, and over the negated ones alone
