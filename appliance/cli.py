@@ -672,7 +672,11 @@ def evaluate_golden(
         table.add_row(name, f"{value:.3f}")
     console.print(table)
     timing = ", ".join(f"{k} {v:.0f}" for k, v in latency(report).items())
-    console.print(f"generator {report.generator}, verifier {report.verifier}; answer {timing}")
+    stages = ", then ".join(report.rerank_stages) or "none"
+    console.print(
+        f"generator {report.generator}, verifier {report.verifier}; "
+        f"rerank after fusion: {stages}; answer {timing}"
+    )
     console.print(f"report {paths[0]}")
     for problem in failed:
         errors.print(f"[red]gate failed:[/red] {problem}")

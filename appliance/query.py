@@ -68,6 +68,11 @@ class QueryPipeline:
         """Below this cross-encoder probability a candidate does not answer the question."""
         return None if self._cross_encoder is None else self._cross_encoder.threshold
 
+    @property
+    def rerank_stages(self) -> list[str]:
+        """The stages after fusion, in the order they run (empty: fusion order stands)."""
+        return [s.description for s in (self._cross_encoder, self._cage) if s is not None]
+
     def run(
         self,
         question: str,

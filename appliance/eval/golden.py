@@ -46,6 +46,8 @@ class GoldenReport:
     citations: int = 0
     generator: str = ""
     verifier: str = ""
+    rerank_stages: list[str] = field(default_factory=list)
+    """The stages after fusion that ranked the passages (settings change them)."""
     answer_ms: list[float] = field(default_factory=list)
     """End to end per question (retrieve, rerank, generate, verify, audit)."""
     failures: list[str] = field(default_factory=list)
@@ -118,7 +120,7 @@ def evaluate(
     after each (with an LLM generator a run takes half an hour on the CPU)."""
     rows = [json.loads(line) for line in golden_path.open(encoding="utf-8") if line.strip()]
     reader = reader_of_everything(appliance)
-    report = GoldenReport(questions=len(rows))
+    report = GoldenReport(questions=len(rows), rerank_stages=appliance.query.rerank_stages)
     catalog = appliance.catalog
     recalls, reciprocal_ranks, contains, f1s = [], [], [], []
     refusals_correct, refusals_false = [], []

@@ -30,6 +30,12 @@ class CageStage:
         self._reranker = reranker
         self._candidates = candidates
 
+    @property
+    def description(self) -> str:
+        """What this stage does, for reports that must say how their figures were made."""
+        config = self._reranker.config
+        return f"CAGE (top {self._candidates}, alpha {config.alpha}, {config.epochs} epochs)"
+
     def rerank(self, query_vector: np.ndarray, candidates: list[Candidate]) -> list[Candidate]:
         """The top ``candidates`` reordered by CAGE score; the rest keep their places."""
         top, rest = candidates[: self._candidates], candidates[self._candidates :]

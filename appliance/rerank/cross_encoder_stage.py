@@ -18,6 +18,12 @@ class CrossEncoderStage:
         """The calibrated probability under which a candidate is not relevant."""
         return self._reranker.threshold
 
+    @property
+    def description(self) -> str:
+        """What this stage does, for reports that must say how their figures were made."""
+        threshold = "" if self.threshold is None else f", threshold {self.threshold:.2f}"
+        return f"cross-encoder (top {self._candidates}{threshold})"
+
     def rerank(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         top, rest = candidates[: self._candidates], candidates[self._candidates :]
         if not top:

@@ -56,6 +56,10 @@ def test_a_small_golden_set_end_to_end(sample_appliance: Appliance, tmp_path: Pa
     assert report.recall_at_10_before_rerank == 1.0
     assert report.correct_refusal_rate == 1.0 and report.false_refusal_rate == 0.0
     assert report.answer_contains_gold == 1.0
+    assert report.rerank_stages == ["CAGE (top 10, alpha 0.7, 30 epochs)"]  # no cross-encoder
     paths = write_golden_report(report, [], tmp_path / "report", "test")
     assert [p.name for p in paths] == ["golden.md", "golden.json", "golden.png"]
-    assert "Gates: all pass" in paths[0].read_text()
+    markdown = paths[0].read_text()
+    assert "Gates: all pass" in markdown
+    assert "Rerank after fusion: CAGE (top 10, alpha 0.7, 30 epochs)." in markdown
+    assert json.loads(paths[1].read_text())["rerank_stages"] == report.rerank_stages

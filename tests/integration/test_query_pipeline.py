@@ -54,6 +54,7 @@ def test_without_cage_no_graphs_are_built_and_order_is_fusion_order(
         ids = sorted(appliance.catalog.chunk_ids_of("hand-hygiene-policy"))
         assert appliance.catalog.graphs(ids) == {}
         candidates = appliance.query.run("hand rub seconds", SAMPLE_READER, 5).candidates
+        assert appliance.query.rerank_stages == []
         assert all(not c.scores for c in candidates)
         fused = [c.fused_score for c in candidates]
         assert fused == sorted(fused, reverse=True)

@@ -65,6 +65,10 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
             "which apron for contact precautions", SAMPLE_READER, 5
         ).candidates
         assert appliance.query.relevance_threshold == manifest.threshold
+        assert appliance.query.rerank_stages == [
+            f"cross-encoder (top 20, threshold {manifest.threshold:.2f})",
+            "CAGE (top 10, alpha 0.7, 30 epochs)",
+        ]
         answer = appliance.answers.ask("which apron for contact precautions", SAMPLE_READER)
         record = audit_entries(data_dir, "answer")[-1]["details"]
         assert record["relevance_signal"] == "cross-encoder"
