@@ -27,6 +27,7 @@ from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from appliance.eval.rerank_bench import percentile
 from appliance.index.filters import ActiveOn
+from appliance.ingest.catalog import Catalog
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 
@@ -102,6 +103,29 @@ def reader_of_everything(appliance: Appliance) -> Subject:
     )
 
 
+def gold_quotes(row: dict[str, Any]) -> list[dict[str, str]]:
+    """An answerable golden row's expected passages, as ``{"doc_id", "quote"}``."""
+    return row.get("gold") or [{"doc_id": row["doc_id"], "quote": row["quote"]}]
+
+
+def gold_chunk_ids(catalog: Catalog, golds: list[dict[str, str]]) -> tuple[set[str], list[str]]:
+    """The chunks that hold each gold quote, and a message for each quote found nowhere."""
+    gold: set[str] = set()
+    missing: list[str] = []
+    for expected in golds:
+        found = {
+            chunk_id
+            for chunk_id, chunk in catalog.chunks(
+                sorted(catalog.chunk_ids_of(expected["doc_id"]))
+            ).items()
+            if expected["quote"] in chunk.index_text
+        }
+        if not found:
+            missing.append(f"golden quote not found in {expected['doc_id']}: {expected['quote']!r}")
+        gold |= found
+    return gold, missing
+
+
 def token_f1(answer: str, gold: str) -> float:
     predicted, expected = _TOKEN.findall(answer.lower()), _TOKEN.findall(gold.lower())
     common = sum(min(predicted.count(t), expected.count(t)) for t in set(expected))
@@ -155,21 +179,9 @@ def evaluate(
             continue
         report.answerable += 1
         refusals_false.append(answer.refused)
-        golds = row.get("gold") or [{"doc_id": row["doc_id"], "quote": row["quote"]}]
-        gold: set[str] = set()
-        for expected in golds:
-            found = {
-                chunk_id
-                for chunk_id, chunk in catalog.chunks(
-                    sorted(catalog.chunk_ids_of(expected["doc_id"]))
-                ).items()
-                if expected["quote"] in chunk.index_text
-            }
-            if not found:
-                report.failures.append(
-                    f"golden quote not found in {expected['doc_id']}: {expected['quote']!r}"
-                )
-            gold |= found
+        golds = gold_quotes(row)
+        gold, missing = gold_chunk_ids(catalog, golds)
+        report.failures.extend(missing)
         if not gold:
             continue
         fused = appliance.retriever.retrieve(question, 10, in_force)
