@@ -21,9 +21,9 @@ distractors), the mean within-pool Spearman correlation of CAGE's coherence (30 
 with graph size, and Recall@5 of alpha x similarity + (1 - alpha) x signal at alpha 1 (MiniLM
 alone), 0.9 and 0.7 (the published alpha).
 
-With ``--golden FILE``, the same questions are asked of the product's own chunks: each
-answerable golden question through the query path (CAGE on, as configured), and the
-within-list Spearman of CAGE's coherence with graph size and the AUC of each for the
+With ``--golden FILE``, the same is measured on the product's own chunks: each
+answerable golden question goes through the query path (CAGE on, as configured), and the
+figures are the within-list Spearman of CAGE's coherence with graph size and the AUC of each for the
 chunks holding a gold quote, among the 10 candidates shown. The golden set's corpus
 must be ingested in the data directory first.
 
@@ -138,10 +138,18 @@ def pool_auc(signal: np.ndarray, candidates: Candidates) -> float | None:
     return auc([i in candidates.question.gold for i in candidates.top], signal)
 
 
-def golden_signal(appliance: Appliance, golden: Path) -> dict[str, float]:
-    """CAGE's coherence and graph size against the gold chunks of a golden set."""
+def refuse_golden_without_cage_or_corpus(appliance: Appliance) -> None:
+    """Checked before the training pools, so that a run is not lost at its end."""
     if not appliance.settings.rerank.cage:
         raise SystemExit("--golden needs CAGE on (settings: rerank.cage)")
+    if not appliance.catalog.documents():
+        raise SystemExit(
+            f"--golden: ingest the golden set's corpus into {appliance.settings.data_dir}"
+        )
+
+
+def golden_signal(appliance: Appliance, golden: Path) -> dict[str, object]:
+    """CAGE's coherence and graph size against the gold chunks of a golden set."""
     reader = reader_of_everything(appliance)
     rows = [json.loads(line) for line in golden.open(encoding="utf-8") if line.strip()]
     correlations: list[float] = []
@@ -162,6 +170,7 @@ def golden_signal(appliance: Appliance, golden: Path) -> dict[str, float]:
             if (value := auc(labels, values)) is not None:
                 aucs[name].append(value)
     return {
+        "rerank_stages": appliance.query.rerank_stages,
         "questions": len(correlations),
         "coherence_size_spearman": round(float(np.nanmean(correlations)), 3),
         "lists_with_auc": len(aucs["graph size"]),
@@ -185,10 +194,14 @@ def main() -> None:
     parser.add_argument("--golden", type=Path, help="also a golden set ingested in the data dir")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
+    if args.golden and not args.golden.is_file():
+        parser.error(f"--golden: no such file {args.golden}")
     named = signals()
     figures: dict[str, dict[str, object]] = {}
-    product: dict[str, float] | None = None
+    product: dict[str, object] | None = None
     with open_appliance() as appliance:
+        if args.golden:
+            refuse_golden_without_cage_or_corpus(appliance)
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
         for name in SETS:
@@ -213,9 +226,8 @@ def main() -> None:
                 )
                 for signal_name, signal in named.items():
                     values = np.asarray(signal(candidates), dtype=np.float64)
-                    auc = pool_auc(values, candidates)
-                    if auc is not None:
-                        aucs[signal_name].append(auc)
+                    if (value := pool_auc(values, candidates)) is not None:
+                        aucs[signal_name].append(value)
                     for alpha in ALPHAS:
                         recalls[signal_name][alpha].append(recall_at_5(candidates, values, alpha))
             figures[name] = {
