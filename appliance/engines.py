@@ -28,6 +28,7 @@ from appliance.ingest.chunker import Chunker
 from appliance.ingest.pipeline import Ingestor
 from appliance.model_registry import ModelRegistry
 from appliance.nlp.embedder import Embedder
+from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.query import QueryPipeline
 from appliance.rerank.cage import CageConfig, CageReranker
@@ -109,7 +110,11 @@ class Appliance:
         """Parse graphs are built at ingestion only when CAGE will use them."""
         if not self.settings.rerank.cage:
             return None
-        return ParseGraphBuilder(self.registry.load("spacy-vectors"))
+        resolver = None  # the rule-based default
+        if COREFERENCE_ROLE in {m.role for m in self.registry.manifests()}:
+            manifest = self.registry.manifest(COREFERENCE_ROLE)
+            resolver = FastcorefResolver(self.registry.load(COREFERENCE_ROLE), manifest.name)
+        return ParseGraphBuilder(self.registry.load("spacy-vectors"), resolver)
 
     @cached_property
     def query(self) -> QueryPipeline:

@@ -26,7 +26,7 @@ from appliance.settings import Settings
 
 log = logging.getLogger(__name__)
 
-ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder", "gguf"]
+ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder", "gguf", "fastcoref"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -314,6 +314,28 @@ def _load_cross_encoder(directory: Path) -> Any:
     return load_cross_encoder(directory)
 
 
+def _load_fastcoref(directory: Path) -> Any:
+    """An F-coref model (role ``coreference``); the package is the site's to install."""
+    try:
+        from fastcoref import FCoref
+    except ImportError as error:
+        raise ModelUnavailable(
+            f"the model in {directory} needs the fastcoref package, which is not installed "
+            "(pip install fastcoref into the appliance's environment), or remove the "
+            "coreference manifest to use the rule-based resolver"
+        ) from error
+    import spacy
+
+    # F-coref needs only spaCy's English tokenizer; named by a string it would load (or,
+    # failing that, download) a whole spaCy model, so it gets a blank English pipeline.
+    return FCoref(
+        model_name_or_path=str(directory),
+        device="cpu",
+        nlp=spacy.blank("en"),
+        enable_progress_bar=False,
+    )
+
+
 def _gguf_file(directory: Path) -> Path:
     """A GGUF model is served by a separate process: "loading" it names its one file."""
     files = sorted(directory.glob("*.gguf"))
@@ -329,4 +351,5 @@ _LOADERS = {
     "spacy": _load_spacy,
     "cross-encoder": _load_cross_encoder,
     "gguf": _gguf_file,
+    "fastcoref": _load_fastcoref,
 }

@@ -21,7 +21,7 @@ from appliance.ingest.errors import IngestError
 from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar
 from appliance.ingest.parsers import PARSERS, parser_for
 from appliance.nlp.embedder import Embedder
-from appliance.nlp.parse_graph import GRAPH_VERSION, ParseGraphBuilder
+from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.records import Chunk, DocumentMetadata
 
 _REMOVING = "removing"
@@ -121,7 +121,7 @@ class Ingestor:
         # Part of every fingerprint: another embedding model means every vector is redone.
         self._pipeline_signature = (
             f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name};"
-            f"graphs={'none' if graph_builder is None else GRAPH_VERSION};"
+            f"graphs={'none' if graph_builder is None else graph_builder.signature};"
             f"stores={STORE_LAYOUT_VERSION}"
         ).encode()
 

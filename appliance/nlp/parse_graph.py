@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -160,6 +160,24 @@ def _is_content(token: Any) -> bool:
     return not token.is_stop and (token.pos_ in CONTENT_POS or token.dep_ in ARGUMENTS)
 
 
+class CoreferenceResolver(Protocol):
+    """Maps a pronoun's token index to the token it stands for."""
+
+    name: str
+
+    def resolve(self, doc: Any) -> dict[int, Any]: ...
+
+
+class NoResolution:
+    """Pronouns stay unresolved (they are not content words, so they drop out): the
+    baseline the resolvers are measured against (``benchmarks/coreference.py``)."""
+
+    name = "none"
+
+    def resolve(self, doc: Any) -> dict[int, Any]:
+        return {}
+
+
 class PronounResolver:
     """Rule-based pronoun resolution, the embedded default where no neural model exists.
 
@@ -168,6 +186,7 @@ class PronounResolver:
     they" prefer named persons when one is in reach. Crude by design, and measured.
     """
 
+    name = "rule-based"
     PERSONAL = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
     NEUTER = frozenset({"it", "its", "itself"})
     PLURAL = frozenset({"they", "them", "their", "theirs", "themselves"})
@@ -207,10 +226,17 @@ class PronounResolver:
 class ParseGraphBuilder:
     """Turns spaCy documents into PassageGraphs (the parse happens in ``nlp.pipe``)."""
 
-    def __init__(self, nlp: Any, resolver: PronounResolver | None = None) -> None:
+    def __init__(self, nlp: Any, resolver: CoreferenceResolver | None = None) -> None:
         self._nlp = nlp
         self._resolver = resolver if resolver is not None else PronounResolver()
         self.dimension = int(nlp.vocab.vectors_length) or 300
+
+    @property
+    def signature(self) -> str:
+        """How the graphs are made, for ingestion fingerprints: another resolver means
+        every stored graph is rebuilt. The default's is the bare version, as before."""
+        name = self._resolver.name
+        return GRAPH_VERSION if name == PronounResolver.name else f"{GRAPH_VERSION}+{name}"
 
     def build_many(self, texts: Iterable[str], batch_size: int = 32) -> list[PassageGraph]:
         return [self.from_doc(doc) for doc in self._nlp.pipe(texts, batch_size=batch_size)]

@@ -305,3 +305,26 @@ def test_a_zip_manifest_cannot_write_outside_its_model_folder(
     with pytest.raises(ModelUnavailable, match="lies outside its model"):
         registry.resolve("encoder-large")
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_a_coreference_model_without_its_package_is_refused_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    bundle = tmp_path / "bundle" / "f-coref"
+    bundle.mkdir(parents=True)
+    (bundle / "config.json").write_text("{}")
+    models_dir = tmp_path / "models"
+    write_manifest(
+        models_dir,
+        "coreference",
+        'directory = "f-coref"',
+        [(f.path, f.sha256) for f in hash_directory(bundle)],
+    )
+    manifest = models_dir / "manifests" / "coreference.toml"
+    manifest.write_text(manifest.read_text().replace("sentence-transformer", "fastcoref"))
+    settings = make_settings(
+        tmp_path / "data", models_dir=models_dir, local_model_dir=tmp_path / "bundle"
+    )
+    assert ModelRegistry(settings).manifest("coreference").kind == "fastcoref"
+    with pytest.raises(ModelUnavailable, match="needs the fastcoref package.*rule-based"):
+        ModelRegistry(settings).load("coreference")

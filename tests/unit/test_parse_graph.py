@@ -2,7 +2,16 @@
 
 import numpy as np
 
-from appliance.nlp.parse_graph import ENTITY_TYPES, RELATIONS, UPOS, PassageGraph
+from appliance.nlp.neural_coreference import referents_from_clusters
+from appliance.nlp.parse_graph import (
+    ENTITY_TYPES,
+    GRAPH_VERSION,
+    RELATIONS,
+    UPOS,
+    NoResolution,
+    ParseGraphBuilder,
+    PassageGraph,
+)
 
 
 def edges(graph: PassageGraph) -> set[tuple[str, str, str, str]]:
@@ -67,3 +76,48 @@ def test_graphs_round_trip_through_bytes(graph_builder) -> None:
     again = PassageGraph.from_bytes(graph.to_bytes())
     assert again.lemmas == graph.lemmas and again.edge_labels == graph.edge_labels
     assert np.array_equal(again.edges, graph.edges) and np.array_equal(again.vectors, graph.vectors)
+
+
+def test_without_resolution_pronoun_edges_are_lost(spacy_pipeline, graph_builder) -> None:
+    text = "The drug was stopped after 3 days because it caused a rash."
+    plain = ParseGraphBuilder(spacy_pipeline, NoResolution())
+    assert ("drug", "rash", "subject_object", "cause") not in edges(plain.build(text))
+    assert ("drug", "rash", "subject_object", "cause") in edges(graph_builder.build(text))
+    # Another resolver makes other graphs, so ingestion fingerprints must change with it;
+    # the default keeps the bare version, so upgrading rebuilds nothing.
+    assert graph_builder.signature == GRAPH_VERSION
+    assert plain.signature == f"{GRAPH_VERSION}+none"
+
+
+class _ClusterResolver:
+    """Resolves from fixed coreference clusters, in the form F-coref returns them."""
+
+    name = "fixed clusters"
+
+    def __init__(self, clusters: list[list[tuple[int, int]]]) -> None:
+        self._clusters = clusters
+
+    def resolve(self, doc):  # type: ignore[no-untyped-def]
+        return referents_from_clusters(doc, self._clusters)
+
+
+def test_coreference_clusters_resolve_pronouns_to_their_named_mention(spacy_pipeline) -> None:
+    text = "The nurse checked the pump. She called the pharmacist because it had failed."
+
+    def mention(word: str, after: int = 0) -> tuple[int, int]:
+        start = text.index(word, after)
+        return start, start + len(word)
+
+    nurse, pump, she = mention("nurse"), mention("pump"), mention("She")
+    it = mention("it", text.index("because"))
+    doc = spacy_pipeline(text)
+    referents = referents_from_clusters(doc, [[nurse, she], [pump, it]])
+    assert {doc[i].text: r.text for i, r in referents.items()} == {"She": "nurse", "it": "pump"}
+    # A cluster with no named mention resolves nothing.
+    assert referents_from_clusters(doc, [[she, it]]) == {}
+    resolved = ParseGraphBuilder(spacy_pipeline, _ClusterResolver([[nurse, she], [pump, it]]))
+    found = edges(resolved.build(text))
+    assert ("nurse", "pharmacist", "subject_object", "call") in found
+    assert ("pump", "fail", "subject_object", "fail") in found
+    unresolved = edges(ParseGraphBuilder(spacy_pipeline, NoResolution()).build(text))
+    assert unresolved == {("nurse", "pump", "subject_object", "check")}
