@@ -474,15 +474,11 @@ def models_train_reranker(
     seed: int = 13,
 ) -> None:
     """Fine-tune a cross-encoder from the shipped MiniLM-L6 weights on training pairs."""
-    import random
-
     from appliance.rerank.train_cross_encoder import (
         CrossEncoderTrainer,
         now,
-        pool_pairs,
         refuse_evaluation_files,
-        scifact_pairs,
-        split_by_group,
+        training_and_held_out,
         write_manifest,
     )
 
@@ -491,11 +487,9 @@ def models_train_reranker(
     except ValueError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from None
-    rng = random.Random(seed)
-    pairs = [pair for path in train for pair in pool_pairs(path, negatives, rng, limit)]
-    if scifact_claims and scifact_corpus:
-        pairs += scifact_pairs(scifact_claims, scifact_corpus, 2, rng)
-    training, held = split_by_group(pairs, held_out, rng)
+    training, held = training_and_held_out(
+        train, scifact_claims, scifact_corpus, negatives, held_out, seed, limit
+    )
     command = "appliance models train-reranker " + " ".join(sys.argv[3:])
     provenance = {
         "trained_at": now(),

@@ -105,6 +105,23 @@ def split_by_group(
     return [p for p in pairs if p.group not in chosen], [p for p in pairs if p.group in chosen]
 
 
+def training_and_held_out(
+    pools: Sequence[Path],
+    scifact_claims: Path | None,
+    scifact_corpus: Path | None,
+    negatives: int,
+    held_out: float,
+    seed: int,
+    limit: int | None = None,
+) -> tuple[list[Pair], list[Pair]]:
+    """The pairs ``train-reranker`` trains on and holds out, drawn with one seeded stream."""
+    rng = random.Random(seed)
+    pairs = [pair for path in pools for pair in pool_pairs(path, negatives, rng, limit)]
+    if scifact_claims and scifact_corpus:
+        pairs += scifact_pairs(scifact_claims, scifact_corpus, 2, rng)
+    return split_by_group(pairs, held_out, rng)
+
+
 def best_threshold(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """The probability threshold with the best F1 of "relevant" on held-out pairs."""
     best = (0.5, 0.0)
