@@ -16,11 +16,17 @@ from appliance.settings import PROJECT_ROOT
 from tests.conftest import make_settings
 
 
-def write_manifest(models_dir: Path, role: str, source: str, files: list[tuple[str, str]]) -> None:
+def write_manifest(
+    models_dir: Path,
+    role: str,
+    source: str,
+    files: list[tuple[str, str]],
+    kind: str = "sentence-transformer",
+) -> None:
     (models_dir / "manifests").mkdir(parents=True, exist_ok=True)
     entries = "\n".join(f'[[files]]\npath = "{p}"\nsha256 = "{h}"\n' for p, h in files)
     (models_dir / "manifests" / f"{role}.toml").write_text(
-        f'role = "{role}"\nname = "test model"\nkind = "sentence-transformer"\nlicence = "Apache-2.0"\n\n'
+        f'role = "{role}"\nname = "test model"\nkind = "{kind}"\nlicence = "Apache-2.0"\n\n'
         f'[source]\n{source}\ninstall = "copy the bundle into place"\n\n{entries}'
     )
 
@@ -319,9 +325,8 @@ def test_a_coreference_model_without_its_package_is_refused_saying_what_to_do(
         "coreference",
         'directory = "f-coref"',
         [(f.path, f.sha256) for f in hash_directory(bundle)],
+        kind="fastcoref",
     )
-    manifest = models_dir / "manifests" / "coreference.toml"
-    manifest.write_text(manifest.read_text().replace("sentence-transformer", "fastcoref"))
     settings = make_settings(
         tmp_path / "data", models_dir=models_dir, local_model_dir=tmp_path / "bundle"
     )
