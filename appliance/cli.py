@@ -704,7 +704,7 @@ def bench_rerank(
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
         cross_encoder = None
-        if reranker_role in {m.role for m in appliance.registry.manifests()}:
+        if appliance.registry.has(reranker_role):
             manifest = appliance.registry.manifest(reranker_role)
             cross_encoder = CrossEncoderReranker(
                 appliance.registry.load(reranker_role), threshold=manifest.threshold

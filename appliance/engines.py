@@ -111,7 +111,7 @@ class Appliance:
         if not self.settings.rerank.cage:
             return None
         resolver = None  # the rule-based default
-        if COREFERENCE_ROLE in {m.role for m in self.registry.manifests()}:
+        if self.registry.has(COREFERENCE_ROLE):
             manifest = self.registry.manifest(COREFERENCE_ROLE)
             resolver = FastcorefResolver(self.registry.load(COREFERENCE_ROLE), manifest.name)
         return ParseGraphBuilder(self.registry.load("spacy-vectors"), resolver)
@@ -129,7 +129,7 @@ class Appliance:
             cage = CageStage(self.catalog, self.vectors, reranker, rerank.cage_candidates)
         cross_encoder = None
         role = rerank.cross_encoder_role
-        if rerank.cross_encoder and role in {m.role for m in self.registry.manifests()}:
+        if rerank.cross_encoder and self.registry.has(role):
             loaded = self.registry.load(role)
             threshold = self.registry.manifest(role).threshold
             cross_encoder = CrossEncoderStage(
@@ -196,7 +196,7 @@ class Appliance:
     def verifier(self) -> EntailmentVerifier:
         """The NLI model in the role "verifier" when one is installed, else the lexical
         fallback (which every answer then names)."""
-        if "verifier" not in {m.role for m in self.registry.manifests()}:
+        if not self.registry.has("verifier"):
             return LexicalVerifier()
         manifest = self.registry.manifest("verifier")
         threshold = manifest.threshold if manifest.threshold is not None else 0.5

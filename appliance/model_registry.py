@@ -153,6 +153,10 @@ class ModelRegistry:
     def manifests(self) -> list[ModelManifest]:
         return list(self._manifests.values())
 
+    def has(self, role: str) -> bool:
+        """Whether a manifest fills the role (its files are checked only on loading)."""
+        return role in self._manifests
+
     def manifest(self, role: str) -> ModelManifest:
         try:
             return self._manifests[role]

@@ -331,5 +331,7 @@ def test_a_coreference_model_without_its_package_is_refused_saying_what_to_do(
         tmp_path / "data", models_dir=models_dir, local_model_dir=tmp_path / "bundle"
     )
     assert ModelRegistry(settings).manifest("coreference").kind == "fastcoref"
+    assert ModelRegistry(settings).has("coreference")  # a manifest, files not yet checked
+    assert not ModelRegistry(settings).has("verifier")
     with pytest.raises(ModelUnavailable, match="needs the fastcoref package.*rule-based"):
         ModelRegistry(settings).load("coreference")
