@@ -7,6 +7,7 @@ If the record cannot be written, the asker gets an error, never an unaudited ans
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from dataclasses import asdict, dataclass
 
@@ -25,14 +26,27 @@ from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
-from appliance.query import NotRecorded, QueryPipeline
+from appliance.query import NotRecorded, QueryPipeline, SearchResult
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
+from appliance.understand import QuestionReader, UnderstoodQuestion, qualifiers_of
 from appliance.verify.base import Entailment, EntailmentVerifier
 from appliance.verify.coverage import question_coverage, words_for
+from appliance.verify.scope import ScopeChecker, band_fit, describe_scope
 from appliance.verify.spans import LocatedQuote, locate, normalise
 from audit.log import AuditLog
 
 NOT_ANSWERED = "The hospital documents available to you do not answer this question."
+NOT_RELEVANT = "no passage of the documents available to you is about this question"
+NOTHING_VERIFIED = "no sentence of the documents found could be verified to say this"
+NOT_AN_ANSWER = "what the documents found say does not answer this question"
+_ASKS_DOSE = re.compile(
+    r"\b(?:what|which|usual|maximum|max|starting|loading|treatment|maintenance|adult|"
+    r"paediatric|right|correct)\s+(?:\w+\s+)?dose\b|\bdose (?:of|for)\b|\bdosing\b|\bhow much\b",
+    re.IGNORECASE,
+)
+_DOSE = re.compile(
+    r"\d[\d.,]*\s*(?:mg|g|micrograms?|mcg|units?|mL|mmol|nanograms?)(?:/kg)?\b", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +88,12 @@ class Answer:
     decision: Decision | None = None
     """The short answer to a yes/no question, as the generator read the sentences that
     survived verification; None for any other question and for a refusal."""
+    scope: str | None = None
+    """Whom the cited passages cover, shown above the answer ("For adults")."""
+    read_as: str | None = None
+    """The question as the appliance read it, when that differs from what was asked."""
+    unanswered_parts: tuple[str, ...] = ()
+    """Parts of a question that asks several things which no kept sentence answers."""
 
     @property
     def refused(self) -> bool:
@@ -95,7 +115,9 @@ class AnswerPipeline:
         lexical: LexicalIndex,
         audit: AuditLog,
         *,
-        relevance_floor: float = 0.45,
+        reader: QuestionReader | None = None,
+        scope: ScopeChecker | None = None,
+        relevance_floor: float = 0.42,
         min_question_coverage: float = 0.5,
         context_passages: int = 5,
     ) -> None:
@@ -107,6 +129,8 @@ class AnswerPipeline:
         self._vectors = vectors
         self._lexical = lexical
         self._audit = audit
+        self._reader = reader
+        self._scope = scope
         self.relevance_floor = relevance_floor
         self.min_question_coverage = min_question_coverage
         self._context_passages = context_passages
@@ -119,18 +143,26 @@ class AnswerPipeline:
         in_force_on: dt.date | None = None,
         request_id: str | None = None,
     ) -> Answer:
+        """The path of DESIGN.md from "understand the question" to "audit": each step
+        may refuse, and every refusal says why in a clinician's words."""
         request_id = request_id or str(uuid.uuid4())
+        understood = self._understand(question)
         result = self._query.run(
-            question, subject, self._context_passages, search_filter, request_id=request_id
-        )
+            question, subject, self._context_passages, search_filter,
+            request_id=request_id, search_text=understood.search_text,
+        )  # fmt: skip
         candidates = result.candidates
-        question_vector = result.question_vector
-        if question_vector is None:  # a lexical-only search computed none
-            question_vector = self._embedder.embed_query(question.strip())
-        signal, relevance, floor = self._relevance(question_vector, candidates)
+        # The question's readings: what it asks, what is searched, and each part; a
+        # passage is as relevant as it is to the reading it answers best.
+        readings = list(
+            dict.fromkeys([understood.focus, understood.search_text, *understood.parts])
+        )
+        question_vectors = self._embedder.embed(readings)
+        signal, relevance, floor = self._relevance(question_vectors, candidates)
         record: dict[str, object] = {
             "query": question,
             "question_request": request_id,
+            "understood": understood.to_record(),
             "relevance": {
                 c.chunk.chunk_id: round(relevance[i], 4) for i, c in enumerate(candidates)
             },
@@ -146,37 +178,68 @@ class AnswerPipeline:
         )
 
         def finish(
-            sentences: _Sentences, refusal: str | None, decision: Decision | None = None
+            sentences: _Sentences,
+            refusal: str | None,
+            decision: Decision | None = None,
+            unanswered: tuple[str, ...] = (),
+            scope: str | None = None,
         ) -> Answer:
             return self._finish(
-                question, request_id, subject, record, sentences, refusal, closest, decision
-            )
+                understood, request_id, subject, record, sentences, refusal, closest,
+                decision, unanswered, scope,
+            )  # fmt: skip
 
-        if not candidates or max(relevance) < floor:
-            return finish((), "no relevant passage")
+        relevant = [c for c, r in zip(candidates, relevance, strict=True) if r >= floor]
+        if not relevant:
+            return finish((), NOT_RELEVANT)
+        applicable, out_of_scope = self._applicable(understood, candidates)
+        record["scope_conflicts"] = out_of_scope
+        if not any(c in applicable for c in relevant):
+            reasons = "; ".join(dict.fromkeys(out_of_scope.values()))
+            return finish((), f"the documents found do not apply to what is asked: {reasons}")
+        candidates = applicable
         coverage = question_coverage(
-            question,
+            understood.focus,
             [_passage_text(c.chunk) for c in candidates],
             self._lexical,
             result.applied_filter,
+            understood.asking,
         )
         record["question_coverage"] = {
             "coverage": round(coverage.coverage, 4),
             "minimum": self.min_question_coverage,
             "missing": list(coverage.missing),
         }
+        record["question_coverage"]["missing_names"] = list(coverage.missing_names)  # type: ignore[index]
+        if coverage.unknown_identifiers:
+            unknown = list(coverage.unknown_identifiers)
+            return finish((), f"the documents available to you do not mention {_listed(unknown)}")
+        # A name the question asks about that only passages outside its scope contain:
+        # those passages were the ones about it ("paracetamol" only in a children's chart).
+        removed = [
+            candidate_text for candidate_text, _ in self._removed_texts(result, out_of_scope)
+        ]
+        named_elsewhere = [
+            n for n in coverage.missing_names if any(n.lower() in t for t in removed)
+        ]
+        if named_elsewhere:
+            reasons = "; ".join(dict.fromkeys(out_of_scope.values()))
+            return finish(
+                (), f"the documents found do not cover {_listed(named_elsewhere)} for this "
+                f"patient ({reasons})",
+            )  # fmt: skip
         if coverage.coverage < self.min_question_coverage:
-            absent = ", ".join(words_for(question, coverage.missing, self._lexical)[:4])
-            return finish((), f"the documents you may read do not mention: {absent}")
+            absent = words_for(understood.focus, coverage.missing, self._lexical)[:4]
+            return finish((), f"the documents found do not cover {_listed(absent)}")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
         try:
-            generated = self._generator.generate(question, context)
+            generated = self._generator.generate(understood.search_text, context)
         except GeneratorUnavailable as error:
             # Not a refusal (the documents may well answer): an error the user sees, and
             # a record that says so.
             record["error"] = str(error)
-            self._finish(question, request_id, subject, record, (), "generator unavailable", ())
+            self._finish(understood, request_id, subject, record, (), "generator unavailable", ())
             raise
         record["raw_output"] = generated.raw
         record["generator_not_found"] = generated.not_found
@@ -188,7 +251,9 @@ class AnswerPipeline:
         for sentence in generated.sentences:
             for citation in sentence.citations:
                 found = self._supported_span(citation, sentence, in_context, checks)
-                if found is not None:
+                if found is not None and self._claim_applies(
+                    understood, in_context[citation.chunk_id], sentence.text, checks[-1]
+                ):
                     located[citation] = found
             kept = [c for c in sentence.citations if c in located]
             if sentence.kind == "framing" or kept:
@@ -200,20 +265,104 @@ class AnswerPipeline:
         ]
         claims = [s for s in recheck.sentences if s.kind == "claim"]
         if not claims:
-            return finish((), "no claim survived verification")
-        claim_vectors = self._embedder.embed(
-            [under_heading(s.text, in_context[s.citations[0].chunk_id]) for s in claims]
-        )
-        if float(np.max(claim_vectors @ question_vector)) < self.relevance_floor:
-            return finish((), "what is left does not answer the question")
+            scope_reasons = [str(c["scope"]) for c in checks if "scope" in c]
+            if scope_reasons:
+                reasons = "; ".join(dict.fromkeys(scope_reasons))
+                return finish((), f"the passages found do not apply to what is asked: {reasons}")
+            return finish((), NOTHING_VERIFIED)
+        claim_texts = [under_heading(s.text, in_context[s.citations[0].chunk_id]) for s in claims]
+        claim_vectors = self._embedder.embed(claim_texts)
+        if float(np.max(claim_vectors @ question_vectors.T)) < self.relevance_floor:
+            return finish((), NOT_AN_ANSWER)
+        if _ASKS_DOSE.search(understood.asking or understood.focus):
+            # A dose is an answer only for the drug asked about ("linezolid" asked, the
+            # beta-lactam rows found): a dose claim must name it, in itself or its table.
+            names = [n.lower() for n in coverage.names]
+            doses = [t for s, t in zip(claims, claim_texts, strict=True) if _DOSE.search(s.text)]
+            naming = [t for t in doses if not names or any(n in t.lower() for n in names)]
+            if not naming:
+                what = f" of {_listed(coverage.names)}" if coverage.names else ""
+                return finish((), f"the documents found give no dose{what} for this")
+        unanswered = self._unanswered_parts(understood, claim_texts)
         final = tuple(
             (s, tuple(_cited_span(in_context[c.chunk_id], located[c]) for c in s.citations))
             for s in recheck.sentences
         )
-        return finish(final, None, generated.decision if asks_yes_or_no(question) else None)
+        decision = generated.decision if asks_yes_or_no(question) else None
+        scope = describe_scope([in_context[s.citations[0].chunk_id] for s in claims])
+        return finish(final, None, decision, unanswered, scope)
+
+    @staticmethod
+    def _removed_texts(result: SearchResult, out_of_scope: dict[str, str]) -> list[tuple[str, str]]:
+        """The text (lower case) and chunk id of each candidate removed for its scope."""
+        return [
+            (_passage_text(c.chunk).lower(), c.chunk.chunk_id)
+            for c in result.candidates
+            if c.chunk.chunk_id in out_of_scope
+        ]
+
+    def _understand(self, question: str) -> UnderstoodQuestion:
+        if self._reader is not None:
+            return self._reader.read(question)
+        text = question.strip()
+        return UnderstoodQuestion(question, text, text, text, (text,), qualifiers_of(text))
+
+    def _applicable(
+        self, understood: UnderstoodQuestion, candidates: list[Candidate]
+    ) -> tuple[list[Candidate], dict[str, str]]:
+        """The candidates whose document and section fit the question's qualifiers, and
+        why each other one does not."""
+        if self._scope is None:
+            return candidates, {}
+        asked = understood.qualifiers
+        kept, conflicts = [], {}
+        for candidate in candidates:
+            why = self._scope.passage_conflict(asked, candidate.chunk)
+            if why is None:
+                kept.append(candidate)
+            else:
+                conflicts[candidate.chunk.chunk_id] = why
+        # Sections keyed on the value the question gives ("INR 5 to 8") that all leave it
+        # out mean the documents do not cover that value: what else was found is not an
+        # answer to it either.
+        fits = [band_fit(asked.measures, _passage_text(c.chunk)) for c in candidates]
+        if False in fits and True not in fits:
+            for candidate in kept:
+                conflicts[candidate.chunk.chunk_id] = "the documents give no band for " + (
+                    ", ".join(f"{name} {value:g}" for name, value in asked.measures.items())
+                )
+            kept = []
+        return kept, conflicts
+
+    def _claim_applies(
+        self, understood: UnderstoodQuestion, chunk: Chunk, claim: str, check: dict[str, object]
+    ) -> bool:
+        if self._scope is None:
+            return True
+        why = self._scope.claim_conflict(
+            understood.qualifiers, understood.search_text, chunk, claim
+        )
+        if why is not None:
+            check.update(verdict="out of scope", scope=why)
+        return why is None
+
+    def _unanswered_parts(
+        self, understood: UnderstoodQuestion, claim_texts: list[str]
+    ) -> tuple[str, ...]:
+        """The parts of a several-part question that no kept sentence speaks to: most of
+        the part's own content words (beyond those of the other parts) are missing."""
+        if len(understood.parts) < 2:
+            return ()
+        said = {t for text in claim_texts for t in self._lexical.content_terms(text)}
+        missing = []
+        for part in understood.parts:
+            terms = self._lexical.content_terms(part)
+            if terms and sum(t in said for t in terms) / len(terms) < 0.34:
+                missing.append(part)
+        return tuple(missing) if len(missing) < len(understood.parts) else ()
 
     def _relevance(
-        self, question_vector: np.ndarray, candidates: list[Candidate]
+        self, question_vectors: np.ndarray, candidates: list[Candidate]
     ) -> tuple[str, list[float], float]:
         """How well each candidate answers the question, and the floor below which none
         does: the installed cross-encoder's calibrated probability when there is one,
@@ -223,7 +372,9 @@ class AnswerPipeline:
             return "cross-encoder", [c.scores["cross_encoder"] for c in candidates], threshold
         stored = self._vectors.vectors([c.chunk.chunk_id for c in candidates])
         cosines = [
-            float(stored[c.chunk.chunk_id] @ question_vector) if c.chunk.chunk_id in stored else 0.0
+            float(np.max(question_vectors @ stored[c.chunk.chunk_id]))
+            if c.chunk.chunk_id in stored
+            else 0.0
             for c in candidates
         ]
         return "cosine", cosines, self.relevance_floor
@@ -261,7 +412,7 @@ class AnswerPipeline:
 
     def _finish(
         self,
-        question: str,
+        understood: UnderstoodQuestion,
         request_id: str,
         subject: Subject,
         record: dict[str, object],
@@ -269,8 +420,12 @@ class AnswerPipeline:
         refusal: str | None,
         closest: tuple[Source, ...],
         decision: Decision | None = None,
+        unanswered: tuple[str, ...] = (),
+        scope: str | None = None,
     ) -> Answer:
         record["decision"] = decision
+        record["scope"] = scope
+        record["unanswered_parts"] = list(unanswered)
         record["sentences"] = [
             {"text": s.text, "kind": s.kind, "citations": [asdict(c) for c in spans]}
             for s, spans in sentences
@@ -285,10 +440,11 @@ class AnswerPipeline:
             raise NotRecorded(
                 f"the answer could not be written to the audit log: {error}"
             ) from error
+        read_as = understood.read_as if understood.read_as != understood.asked.strip() else None
         return Answer(
-            question, request_id, sentences, refusal, closest if refusal else (),
+            understood.asked, request_id, sentences, refusal, closest if refusal else (),
             self._generator.name, self._verifier.name, receipt.position,
-            decision,
+            decision, scope, read_as, unanswered,
         )  # fmt: skip
 
 
@@ -304,3 +460,10 @@ def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:
         meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
         located.text,
     )  # fmt: skip
+
+
+def _listed(words: list[str]) -> str:
+    """ "a", "a or b", "a, b or c": what a refusal says the documents lack."""
+    if not words:
+        return "what this question asks about"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

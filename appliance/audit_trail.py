@@ -61,6 +61,7 @@ class AuditTrail:
             list(subject.roles),
             {
                 "query": question,
+                **({"searched_as": result.searched_as} if result.searched_as else {}),
                 "mode": mode,
                 "filters": {
                     "access": describe(result.scope.search_filter),

@@ -7,6 +7,7 @@ command such as ``appliance docs list`` does not pay for loading a model.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from functools import cached_property
 from types import TracebackType
 
@@ -37,9 +38,11 @@ from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import Settings
+from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
+from appliance.verify.scope import ScopeChecker
 from audit.log import AuditLog
 
 
@@ -187,10 +190,37 @@ class Appliance:
             self.vectors,
             self.lexical,
             self.audit_log,
+            reader=self.question_reader,
+            scope=self.scope_checker,
             relevance_floor=settings.relevance_floor,
             min_question_coverage=settings.min_question_coverage,
             context_passages=settings.context_passages,
         )
+
+    @cached_property
+    def question_reader(self) -> QuestionReader:
+        """Reads ward phrasing with the reviewed ward language and the words of the
+        documents every reader may see (public and internal ones)."""
+        catalog = self.catalog
+
+        def shared_texts() -> tuple[object, Iterator[str]]:
+            records = [
+                r for r in catalog.documents()
+                if r.state == "indexed" and r.metadata.sensitivity in ("public", "internal")
+            ]  # fmt: skip
+            key = tuple((r.metadata.doc_id, r.fingerprint, r.source_sha256) for r in records)
+            texts = (  # read only when the documents changed
+                f"{r.metadata.title}\n{catalog.document_text(r.metadata.doc_id) or ''}"
+                for r in records
+            )
+            return key, texts
+
+        language = WardLanguage.load(self.settings.ward_language)
+        return QuestionReader(language, DocumentWords(shared_texts))
+
+    @cached_property
+    def scope_checker(self) -> ScopeChecker:
+        return ScopeChecker(self.catalog.document_text)
 
     @cached_property
     def verifier(self) -> EntailmentVerifier:

@@ -1,5 +1,5 @@
-"""The path of one question, as far as it is built: access scope, retrieve, fuse,
-check every candidate, rerank."""
+"""The search half of a question's path: access scope, retrieve, fuse, check every
+candidate, rerank (the answer half is in ``answer.py``)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ class SearchResult:
     """Chunk ids the engines returned but the enforcer denied: each one is a bug, logged."""
     question_vector: np.ndarray | None = None
     """The question's embedding, when a stage computed it (later stages reuse it)."""
+    searched_as: str | None = None
+    """What the engines searched for, when the question was read into other words."""
 
 
 class NotRecorded(RuntimeError):
@@ -82,10 +84,15 @@ class QueryPipeline:
         mode: RetrievalMode = "hybrid",
         rerank: bool = True,
         request_id: str | None = None,
+        search_text: str | None = None,
     ) -> SearchResult:
         """Candidates the subject may read, best first, each with every stage's score;
-        recorded (question, filters, every candidate's scores and access) before returning."""
-        result = self._search(question, subject, top_k, search_filter, mode, rerank)
+        recorded (question, filters, every candidate's scores and access) before returning.
+        ``search_text`` is the question as the reader understood it (the question as
+        asked is what the record names, with the searched words beside it)."""
+        searched = search_text if search_text and search_text != question else None
+        result = self._search(searched or question, subject, top_k, search_filter, mode, rerank)
+        result.searched_as = searched
         if self._recorder is not None:
             try:
                 self._recorder.question(question, result, search_filter, mode, request_id)

@@ -62,7 +62,7 @@ class RerankSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    relevance_floor: float = Field(0.45, ge=-1, le=1)
+    relevance_floor: float = Field(0.42, ge=-1, le=1)
     """Below this cosine between question and best passage the documents do not answer."""
     min_question_coverage: float = Field(0.5, ge=0, le=1)
     """The share of the question's content-word weight (rarer words weigh more) that the
@@ -127,6 +127,8 @@ class Settings(BaseSettings):
     models_dir: Path = PROJECT_ROOT / "models"
     policy_model: Path = PROJECT_ROOT / "policies" / "model.conf"
     shipped_policy: Path = PROJECT_ROOT / "policies" / "policy.csv"
+    ward_language: Path = PROJECT_ROOT / "policies" / "ward-language.toml"
+    """Reviewed ward shorthand and protected drug stems (the question reader's data)."""
     """Copied into the data directory on first use; the site edits its copy."""
     local_model_dir: Path | None = None
     lexical_engine: Literal["tantivy"] = "tantivy"

@@ -175,6 +175,7 @@ def evaluate(
                 entailed_citations += appliance.verifier.check(span.quote, sentence.text).entailed
         if not answerable:
             refusals_correct.append(answer.refused)
+            outcome["answer"] = " ".join(s.text for s, _ in answer.sentences)
             report.per_question.append(outcome)
             continue
         report.answerable += 1

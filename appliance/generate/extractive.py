@@ -22,6 +22,7 @@ import numpy as np
 from appliance.generate.base import ContextPassage, GeneratedAnswer, under_heading
 from appliance.nlp.embedder import Embedder
 from appliance.records import AnswerSentence, Citation
+from appliance.understand.narrative import parts_of
 
 # A sentence ends at . ! ? (or a line break) followed by space and a capital, digit or bullet.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])|\n+")
@@ -33,6 +34,10 @@ _BOUND = re.compile(
 )
 _BELOW = frozenset(["below", "under", "less than", "<"])
 _QUESTION_NUMBER = re.compile(rf"(?<![\w.]){_NUMBER}(?![\w.])")
+_NEGATION = re.compile(
+    r"\b(?:not|cannot|never|avoid|contraindicated|must not|should not|do not)\b|n't\b|\bcant\b",
+    re.IGNORECASE,
+)
 
 
 def sentences_of(text: str) -> list[str]:
@@ -136,22 +141,33 @@ class ExtractiveGenerator:
         passages_used: int = 3,
         margin: float = 0.08,
         range_bonus: float = 0.15,
+        negation_bonus: float = 0.08,
     ) -> None:
         self._embedder = embedder
         self._max_sentences = max_sentences
         self._passages_used = passages_used
         self._margin = margin
         self._range_bonus = range_bonus
+        self._negation_bonus = negation_bonus
 
     def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
         options = [c for p in passages[: self._passages_used] for c in candidates_of(p)]
         if not options:
             return GeneratedAnswer((), json.dumps({"sentences": [], "not_found": True}), self.name)
+        parts = parts_of(question)
+        asked = [question, *parts] if len(parts) > 1 else [question]
         vectors = self._embedder.embed(
-            [question, *(c.quote for c in options), *(c.judged_text for c in options)]
+            [*asked, *(c.quote for c in options), *(c.judged_text for c in options)]
         )
-        alone, in_context = np.split(vectors[1:] @ vectors[0], 2)
-        similarity = (alone + in_context) / 2
+        by_reading = vectors[len(asked) :] @ vectors[: len(asked)].T  # (2 * options, readings)
+        alone, in_context = np.split(by_reading, 2)
+        similarity_by_reading = (alone + in_context) / 2
+        similarity = similarity_by_reading[:, 0]
+        if _NEGATION.search(question):
+            # "When must it not be used?" is answered by the sentence that says "do not".
+            similarity = similarity + self._negation_bonus * np.array(
+                [bool(_NEGATION.search(c.quote)) for c in options]
+            )
         # Earlier passages ranked higher: a small prior keeps ties with the best passage.
         prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
         in_range = np.array([holds_number_asked(question, c.judged_text) for c in options])
@@ -165,6 +181,13 @@ class ExtractiveGenerator:
         order = np.argsort(-scores)
         best = float(scores[order[0]])
         chosen = [int(i) for i in order if scores[i] >= best - self._margin][: self._max_sentences]
+        # A question that asks several things gets the best sentence for each part too.
+        for reading in range(1, len(asked)):
+            part_scores = similarity_by_reading[:, reading] + prior + self._range_bonus * in_range
+            part_scores[~np.isfinite(scores)] = -np.inf
+            best_for_part = int(np.argmax(part_scores))
+            if best_for_part not in chosen:
+                chosen.append(best_for_part)
         chosen.sort(key=lambda i: (options[i].passage.number, options[i].position))
         quoted: list[tuple[str, str, float]] = []  # (quote, chunk_id, score)
         for i in chosen:

@@ -20,14 +20,25 @@ from dataclasses import dataclass
 
 from appliance.index.base import LexicalIndex
 from appliance.index.filters import SearchFilter
+from appliance.understand.spelling import english_frequency
 
 BACKGROUND_CHUNKS = 100
 """Inverse document frequency as if the readable chunks sat among this many more that
 mention nothing of the question: with a handful of documents, a plain IDF gives every
 word they share almost no weight and any word they lack all of it."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
+EVERYDAY = 4.0
+"""A word at least this common in English (Zipf) weighs no more than one that a tenth
+of the readable chunks contain: everyday words ("soon", "need", "feet") that the
+documents happen not to use must not outweigh the clinical words of a question."""
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
+
+
+NAMED = 3.0
+"""A question word rarer than this in English (Zipf) names a specific thing: a drug, a
+condition, a score. If the documents name it somewhere but not in the passages found, the
+passages are about something else ("paracetamol" asked, only the vancomycin rows found)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,14 @@ class QuestionCoverage:
     missing: tuple[str, ...]
     """The question's terms (as indexed: stemmed) that no passage contains, heaviest first."""
     weights: dict[str, float]
+    missing_names: tuple[str, ...] = ()
+    """The question's words that name a specific thing the readable documents contain
+    somewhere, but no passage given does (as the question writes them)."""
+    names: tuple[str, ...] = ()
+    """Every word of the asking sentences that names a specific thing the readable
+    documents contain."""
+    unknown_identifiers: tuple[str, ...] = ()
+    """Identifiers of the asking sentences ("COVID-19") that no readable chunk contains."""
 
 
 def _initials(passages: Sequence[str]) -> set[str]:
@@ -55,12 +74,26 @@ def question_coverage(
     passages: Sequence[str],
     index: LexicalIndex,
     search_filter: SearchFilter | None,
+    asking: str | None = None,
 ) -> QuestionCoverage:
-    terms = index.content_terms(question)
+    """How much of the question's weight the passages hold; ``asking`` is the part of
+    the question that asks (its last sentences), whose specific names must all be there."""
+    zipf = english_frequency()
+    # Words that start with a digit are values and ages ("58-year-old", "4.5"):
+    # qualifiers, not topics ("COVID-19" and "E11.9" are topics).
+    spoken = " ".join(w for w in question.split() if not w[:1].isdigit())
+    terms = index.content_terms(spoken)
     if not terms:
         return QuestionCoverage(1.0, (), {})
     frequencies, total = index.document_frequencies(terms, search_filter)
-    weights = {t: math.log((total + BACKGROUND_CHUNKS) / (frequencies[t] + 0.5)) for t in terms}
+    everyday = {t for w in _WORD.findall(spoken) if zipf(w.lower()) >= EVERYDAY
+                for t in index.content_terms(w)}  # fmt: skip
+    cap = math.log((total + BACKGROUND_CHUNKS) / (0.1 * total + 0.5))
+    weights = {
+        t: min(math.log((total + BACKGROUND_CHUNKS) / (frequencies[t] + 0.5)),
+               cap if t in everyday else math.inf)
+        for t in terms
+    }  # fmt: skip
     present = {t for passage in passages for t in index.content_terms(passage)}
     acronyms = {w.lower() for w in _WORD.findall(question) if _ACRONYM.match(w)}
     initials = _initials(passages) if acronyms else set()
@@ -77,7 +110,29 @@ def question_coverage(
     whole = sum(weights.values())
     covered = sum(w for t, w in weights.items() if found(t))
     missing = tuple(sorted((t for t in terms if not found(t)), key=lambda t: -weights[t]))
-    return QuestionCoverage(covered / whole, missing, weights)
+    named = {
+        word: terms_of_word
+        for word in dict.fromkeys(_WORD.findall(asking or question))
+        if zipf(word.lower()) < NAMED
+        and (terms_of_word := index.content_terms(word))
+        and all(frequencies.get(t, 0) > 0 for t in terms_of_word)
+    }
+    missing_names = tuple(w for w, ts in named.items() if not any(found(t) for t in ts))
+    # An identifier ("COVID-19", "E11.9") that no readable chunk contains cannot be answered.
+    identifiers = tuple(
+        word
+        for word in dict.fromkeys((asking or question).split())
+        if any(c.isdigit() for c in word)
+        and any(c.isalpha() for c in word)
+        and not word[:1].isdigit()
+        and (ts := index.content_terms(word))
+        and all(frequencies.get(t, 0) == 0 for t in ts if t in frequencies)
+        and any(t in frequencies for t in ts)
+    )
+    return QuestionCoverage(
+        covered / whole, missing, weights, missing_names, tuple(named),
+        tuple(w.strip(".,;:?!()") for w in identifiers),
+    )  # fmt: skip
 
 
 def words_for(question: str, terms: Sequence[str], index: LexicalIndex) -> list[str]:
