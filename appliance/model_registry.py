@@ -60,7 +60,9 @@ class ModelArchive(BaseModel):
 
 
 class ModelSource(BaseModel):
-    """Where the files are: ``package`` (+ ``path`` inside it) or ``directory``. With
+    """Where the files are: ``package`` (+ ``path`` inside it), ``shipped`` (a folder of
+    the product's own ``models/``, for the models the project trains and carries) or
+    ``directory`` (under the site's model directory). With
     ``parts``, the manifest's single file is assembled into ``directory`` by joining the
     parts in order, and kept only if its sha256 matches; with ``parts`` and ``archive``,
     the parts join into a zip whose listed files are unpacked into ``directory``."""
@@ -68,6 +70,7 @@ class ModelSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     package: str | None = None
     path: str = "."
+    shipped: str | None = None
     directory: str | None = None
     parts: tuple[ModelPart, ...] = ()
     archive: ModelArchive | None = None
@@ -75,8 +78,11 @@ class ModelSource(BaseModel):
 
     @model_validator(mode="after")
     def _exactly_one_origin(self) -> ModelSource:
-        if (self.package is None) == (self.directory is None):
-            raise ValueError("a model source names exactly one of 'package' or 'directory'")
+        origins = [o for o in (self.package, self.shipped, self.directory) if o is not None]
+        if len(origins) != 1:
+            raise ValueError(
+                "a model source names exactly one of 'package', 'shipped' or 'directory'"
+            )
         if self.parts and self.directory is None:
             raise ValueError("a model assembled from parts needs a 'directory' to assemble into")
         if self.archive is not None and not self.parts:
@@ -179,6 +185,8 @@ class ModelRegistry:
                     f"package {source.package!r} is missing. Install it with: {source.install}"
                 )
             return Path(next(iter(spec.submodule_search_locations))) / source.path
+        if source.shipped is not None:
+            return self._settings.models_dir / source.shipped
         return self.site_models_dir / (source.directory or "")
 
     def _package_file(self, manifest: ModelManifest, part: ModelPart) -> Path:

@@ -32,7 +32,9 @@ def load_cross_encoder(directory: Any) -> LoadedCrossEncoder:
     model = AutoModelForSequenceClassification.from_pretrained(
         str(directory), local_files_only=True
     )
-    model.eval()
+    # Models the product carries are stored in half precision (half the size); the CPU
+    # computes in single precision.
+    model.float().eval()
     return LoadedCrossEncoder(tokenizer, model)
 
 

@@ -335,3 +335,21 @@ def test_a_coreference_model_without_its_package_is_refused_saying_what_to_do(
     assert not ModelRegistry(settings).has("verifier")
     with pytest.raises(ModelUnavailable, match="needs the fastcoref package.*rule-based"):
         ModelRegistry(settings).load("coreference")
+
+
+def test_a_clean_clone_loads_the_shipped_verifier_and_checks_its_files(tmp_path) -> None:
+    """The NLI verifier ships in the repository: resolved by role, every file's sha256
+    checked, loaded and able to tell entailment from contradiction."""
+    from appliance.model_registry import ModelRegistry
+    from appliance.settings import Settings
+    from appliance.verify.nli import NliVerifier
+
+    registry = ModelRegistry(Settings(data_dir=tmp_path))
+    manifest = registry.manifest("verifier")
+    assert manifest.source.shipped == "verifier-minilm-nli"
+    resolved = registry.resolve("verifier")
+    assert (resolved.directory / "model.safetensors").stat().st_size < 60 * 1024 * 1024
+    verifier = NliVerifier(registry.load("verifier"), manifest.name, manifest.threshold or 0.5)
+    evidence = "Give enoxaparin 40 mg subcutaneously once a day."
+    assert verifier.check(evidence, evidence).entailed
+    assert not verifier.check(evidence, "Enoxaparin must never be given.").entailed
