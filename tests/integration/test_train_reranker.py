@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from appliance.answer import NOT_RELEVANT
 from appliance.cli import app
 from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
@@ -74,7 +75,7 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
         assert record["relevance_signal"] == "cross-encoder"
         assert record["relevance_floor"] == manifest.threshold
         below = max(record["relevance"].values()) < manifest.threshold
-        assert (answer.refusal == "no relevant passage") == below
+        assert (answer.refusal == NOT_RELEVANT) == below
     assert all(0.0 <= c.scores["cross_encoder"] <= 1.0 for c in candidates)
     for candidate in candidates:  # CAGE's similarity term is the cross-encoder's probability
         expected = (
