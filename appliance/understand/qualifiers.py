@@ -9,7 +9,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 NUMBER = r"\d+(?:\.\d+)?"
-_CHILD = re.compile(
+CHILD = re.compile(
     r"\b(?:child|children|paediatric|pediatric|infants?|bab(?:y|ies)|neonates?|neonatal|"
     r"newborns?|toddlers?|boy|girl|kids?)\b",
     re.IGNORECASE,
@@ -151,20 +151,9 @@ class Qualifiers:
             record[key] = sorted(record[key])
         return {k: v for k, v in record.items() if v not in (None, False, {}, [])}
 
-    def describe(self) -> str:
-        """The patient as the question gave it, in a clinician's words."""
-        words = []
-        if self.population:
-            words.append("a child" if self.population == "child" else "an adult")
-        if self.age_years is not None:
-            words.append(age_words(self.age_years))
-        if self.pregnant:
-            words.append("pregnant")
-        words += [f"{name} {value:g}" for name, value in self.measures.items()]
-        return ", ".join(words)
-
 
 def age_words(years: float) -> str:
+    """An age as a clinician says it: "aged 72", "aged 6 weeks", "aged 5 months"."""
     if years >= 1:
         return f"aged {years:g}"
     weeks = round(years * 52)
@@ -175,7 +164,7 @@ def age_of(text: str) -> float | None:
     for match in _AGE.finditer(text):
         if match.group(1):
             unit = match.group(2).lower().rstrip("s")
-            return float(match.group(1)) * _UNIT_YEARS[unit if unit != "yr" else "yr"]
+            return float(match.group(1)) * _UNIT_YEARS[unit]
         value = match.group(3) or match.group(4)
         if value:
             return float(value)
@@ -209,7 +198,7 @@ def measures_in(text: str) -> dict[str, float]:
 
 def qualifiers_of(text: str) -> Qualifiers:
     age = age_of(text)
-    child = bool(_CHILD.search(text)) or (age is not None and age < ADULT_AGE)
+    child = bool(CHILD.search(text)) or (age is not None and age < ADULT_AGE)
     adult = bool(_ADULT.search(text)) or (age is not None and age >= ADULT_AGE)
     population = None if child == adult else ("child" if child else "adult")
     absent = frozenset(

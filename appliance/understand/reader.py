@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from appliance.understand.abbreviations import defined_abbreviations
 from appliance.understand.narrative import asking_of, focus_of, parts_of
 from appliance.understand.qualifiers import Qualifiers, qualifiers_of
-from appliance.understand.spelling import Correction, SpellingCorrector
+from appliance.understand.spelling import Correction, SpellingCorrector, english_frequency
 from appliance.understand.ward_language import WardLanguage
 
 _VOCABULARY_WORD = re.compile(r"[a-z]+")
@@ -44,7 +44,6 @@ class UnderstoodQuestion:
     """The sentences that ask (the last one when none ends in "?")."""
     corrections: tuple[Correction, ...] = ()
     expansions: tuple[Expansion, ...] = ()
-    story: tuple[str, ...] = field(default=())
 
     def to_record(self) -> dict[str, object]:
         """What the audit log keeps of the reading."""
@@ -132,8 +131,6 @@ class QuestionReader:
         qualifiers = qualifiers_of(read_as)
         search_text = focus
         if story:
-            from appliance.understand.spelling import english_frequency
-
             zipf = english_frequency()
             kept = dict.fromkeys(
                 w
@@ -161,5 +158,4 @@ class QuestionReader:
             asking=asking_of(read_as),
             corrections=tuple(corrections),
             expansions=tuple(expansions),
-            story=tuple(story),
         )

@@ -14,14 +14,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from appliance.records import Chunk
-from appliance.understand.qualifiers import NUMBER, Qualifiers, age_words, routes_in, staff_in
-
-_CHILD = re.compile(
-    r"\b(?:child|children|paediatric|pediatric|infants?|neonat\w*|newborns?)\b", re.IGNORECASE
+from appliance.understand.qualifiers import (
+    CHILD,
+    NUMBER,
+    Qualifiers,
+    age_words,
+    routes_in,
+    staff_in,
 )
+from appliance.understand.spelling import english_frequency
+
 _ADULT = re.compile(r"\badults?\b|\b1[68] years and (?:over|older)\b", re.IGNORECASE)
 _UNIT = r"(years?|months?|weeks?)"
 _AGE_LOWER = re.compile(
@@ -58,17 +62,10 @@ class Conflict:
     reason: str
 
 
-@cache
-def _zipf(word: str) -> float:
-    from wordfreq import zipf_frequency
-
-    return zipf_frequency(word, "en")
-
-
 def population_of(chunk: Chunk) -> str | None:
     """ "adult" or "child" when the document's title or the chunk's headings say so."""
     scope = " ".join((chunk.metadata.title, *chunk.heading_path))
-    child, adult = bool(_CHILD.search(scope)), bool(_ADULT.search(scope))
+    child, adult = bool(CHILD.search(scope)), bool(_ADULT.search(scope))
     return None if child == adult else ("child" if child else "adult")
 
 
@@ -93,7 +90,7 @@ def _in_years(value: str, unit: str | None, default: str) -> float:
 def _age_conflict(age: float, text: str, default_unit: str) -> str | None:
     """An age band the text states that leaves the patient out. A bound without a unit
     ("below 30") is an age only where the text speaks of children ("Children Under 5")."""
-    unitless_is_age = bool(_CHILD.search(text))
+    unitless_is_age = bool(CHILD.search(text))
     for match in _AGE_LOWER.finditer(text):
         value, unit = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
         if (unit or unitless_is_age) and age <= _in_years(value, unit, default_unit):
@@ -140,7 +137,8 @@ def _measure_conflict(measures: dict[str, float], text: str) -> str | None:
 def _names_exclusion(question: str, excluded: str) -> bool:
     """Whether the question names what the document excludes: every identifying word
     of the excluded phrase is in the question."""
-    words = [w for w in re.findall(r"[a-z]{4,}", excluded.lower()) if _zipf(w) < _COMMON]
+    zipf = english_frequency()
+    words = [w for w in re.findall(r"[a-z]{4,}", excluded.lower()) if zipf(w) < _COMMON]
     asked = question.lower()
     return bool(words) and all(re.search(rf"\b{re.escape(w)}", asked) for w in words)
 
@@ -189,6 +187,26 @@ class ScopeChecker:
                 f"{', '.join(sorted(asked.staff))}s"
             )
         return None
+
+    def screen(
+        self, asked: Qualifiers, chunks: Sequence[Chunk]
+    ) -> tuple[list[Chunk], dict[str, str]]:
+        """The chunks that apply, and why each other one does not. Where sections keyed
+        on a value the question gives ("INR 5 to 8") all leave it out, the documents do
+        not cover that value, and nothing else found answers it either."""
+        kept, conflicts = [], {}
+        for chunk in chunks:
+            why = self.passage_conflict(asked, chunk)
+            if why is None:
+                kept.append(chunk)
+            else:
+                conflicts[chunk.chunk_id] = why
+        fits = [band_fit(asked.measures, " ".join((*c.heading_path, c.text))) for c in chunks]
+        if False in fits and True not in fits:
+            given = ", ".join(f"{name} {value:g}" for name, value in asked.measures.items())
+            conflicts.update({c.chunk_id: f"the documents give no band for {given}" for c in kept})
+            kept = []
+        return kept, conflicts
 
     def claim_conflict(
         self, asked: Qualifiers, question: str, chunk: Chunk, claim: str
