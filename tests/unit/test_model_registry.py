@@ -124,6 +124,9 @@ def test_loading_every_installed_model_opens_no_network_connection(tmp_path: Pat
                 raise
             if manifest.kind == "spacy":
                 used[manifest.role] = len(model("The nurse gives 5 mg of morphine."))
+            elif manifest.kind == "cross-encoder":
+                pair = model.tokenizer(["Give 5 mg."], ["5 mg is given."], return_tensors="pt")
+                used[manifest.role] = int(model.model(**pair).logits.shape[-1])
             else:
                 used[manifest.role] = len(model.encode(["lactate above 2 mmol/L"])[0])
         print(json.dumps({{"events": events, "used": used}}))
@@ -141,6 +144,7 @@ def test_loading_every_installed_model_opens_no_network_connection(tmp_path: Pat
     assert report["events"] == []
     assert report["used"]["embedder"] == 384
     assert report["used"]["spacy-parser"] > 5
+    assert report["used"]["verifier"] == 3  # entailment, neutral, contradiction
 
 
 def _part_packages(root: Path, pieces: list[bytes]) -> list[str]:
