@@ -26,12 +26,12 @@ from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import LexicalIndex, VectorIndex
 from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
-from appliance.query import NotRecorded, QueryPipeline, SearchResult
+from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 from appliance.understand import QuestionReader, UnderstoodQuestion, qualifiers_of
 from appliance.verify.base import Entailment, EntailmentVerifier
-from appliance.verify.coverage import question_coverage, words_for
-from appliance.verify.scope import ScopeChecker, band_fit, describe_scope
+from appliance.verify.coverage import QuestionCoverage, question_coverage, words_for
+from appliance.verify.scope import ScopeChecker, describe_scope
 from appliance.verify.spans import LocatedQuote, locate, normalise
 from audit.log import AuditLog
 
@@ -68,10 +68,16 @@ class CitedSpan:
 
 @dataclass(frozen=True, slots=True)
 class Source:
+    """A passage the page offers with a refusal: where it is, so that it can be opened."""
+
     chunk_id: str
     doc_id: str
     title: str
     heading_path: tuple[str, ...]
+    version: str
+    effective_from: str
+    start: int
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +160,7 @@ class AnswerPipeline:
         candidates = result.candidates
         # The question's readings: what it asks, what is searched, and each part; a
         # passage is as relevant as it is to the reading it answers best.
-        readings = list(
-            dict.fromkeys([understood.focus, understood.search_text, *understood.parts])
-        )
-        question_vectors = self._embedder.embed(readings)
+        question_vectors = self._reading_vectors(understood, result.question_vector)
         signal, relevance, floor = self._relevance(question_vectors, candidates)
         record: dict[str, object] = {
             "query": question,
@@ -172,10 +175,7 @@ class AnswerPipeline:
             "verifier": {"name": self._verifier.name, "kind": self._verifier.kind},
             "policy_version": result.scope.policy_version,
         }
-        closest = tuple(
-            Source(c.chunk.chunk_id, c.chunk.doc_id, c.chunk.metadata.title, c.chunk.heading_path)
-            for c in candidates[:3]
-        )
+        closest = tuple(_source(c.chunk) for c in candidates[:3])
 
         def finish(
             sentences: _Sentences,
@@ -209,24 +209,21 @@ class AnswerPipeline:
             "coverage": round(coverage.coverage, 4),
             "minimum": self.min_question_coverage,
             "missing": list(coverage.missing),
+            "missing_names": list(coverage.missing_names),
         }
-        record["question_coverage"]["missing_names"] = list(coverage.missing_names)  # type: ignore[index]
         if coverage.unknown_identifiers:
             unknown = list(coverage.unknown_identifiers)
             return finish((), f"the documents available to you do not mention {_listed(unknown)}")
-        # A name the question asks about that only passages outside its scope contain:
-        # those passages were the ones about it ("paracetamol" only in a children's chart).
-        removed = [
-            candidate_text for candidate_text, _ in self._removed_texts(result, out_of_scope)
-        ]
-        named_elsewhere = [
-            n for n in coverage.missing_names if any(n.lower() in t for t in removed)
-        ]
-        if named_elsewhere:
+        # What the question is about (a name it asks about, or one of its two heaviest
+        # words) that only passages outside its scope contain: those passages were the
+        # ones about it ("paracetamol" only in a children's chart), and what is left
+        # answers something else.
+        lost = self._lost_to_scope(understood, coverage, result.candidates, out_of_scope)
+        if lost:
             reasons = "; ".join(dict.fromkeys(out_of_scope.values()))
             return finish(
-                (), f"the documents found do not cover {_listed(named_elsewhere)} for this "
-                f"patient ({reasons})",
+                (), f"the documents found do not cover {_listed(lost)} for this patient "
+                f"({reasons})",
             )  # fmt: skip
         if coverage.coverage < self.min_question_coverage:
             absent = words_for(understood.focus, coverage.missing, self._lexical)[:4]
@@ -292,14 +289,38 @@ class AnswerPipeline:
         scope = describe_scope([in_context[s.citations[0].chunk_id] for s in claims])
         return finish(final, None, decision, unanswered, scope)
 
-    @staticmethod
-    def _removed_texts(result: SearchResult, out_of_scope: dict[str, str]) -> list[tuple[str, str]]:
-        """The text (lower case) and chunk id of each candidate removed for its scope."""
-        return [
-            (_passage_text(c.chunk).lower(), c.chunk.chunk_id)
-            for c in result.candidates
-            if c.chunk.chunk_id in out_of_scope
-        ]
+    def _lost_to_scope(
+        self,
+        understood: UnderstoodQuestion,
+        coverage: QuestionCoverage,
+        candidates: list[Candidate],
+        out_of_scope: dict[str, str],
+    ) -> list[str]:
+        """The question's words that only the passages removed for their scope contain."""
+        removed = [_passage_text(c.chunk) for c in candidates if c.chunk.chunk_id in out_of_scope]
+        if not removed:
+            return []
+        removed_terms = {t for text in removed for t in self._lexical.content_terms(text)}
+        heaviest = sorted(coverage.weights, key=lambda t: -coverage.weights[t])[:2]
+        lost = [t for t in coverage.missing if t in heaviest and t in removed_terms]
+        names = [
+            n for n in coverage.missing_names
+            if set(self._lexical.content_terms(n)) <= removed_terms
+        ]  # fmt: skip
+        return list(dict.fromkeys([*names, *words_for(understood.focus, lost, self._lexical)]))
+
+    def _reading_vectors(
+        self, understood: UnderstoodQuestion, searched: np.ndarray | None
+    ) -> np.ndarray:
+        """One vector per reading of the question (what it asks, what was searched, each
+        part); the search's own vector is reused when the search computed one."""
+        readings = list(
+            dict.fromkeys([understood.search_text, understood.focus, *understood.parts])
+        )
+        if searched is None:
+            return self._embedder.embed(readings)
+        rest = self._embedder.embed(readings[1:])
+        return np.vstack([searched[None, :], rest]) if len(rest) else searched[None, :]
 
     def _understand(self, question: str) -> UnderstoodQuestion:
         if self._reader is not None:
@@ -314,25 +335,9 @@ class AnswerPipeline:
         why each other one does not."""
         if self._scope is None:
             return candidates, {}
-        asked = understood.qualifiers
-        kept, conflicts = [], {}
-        for candidate in candidates:
-            why = self._scope.passage_conflict(asked, candidate.chunk)
-            if why is None:
-                kept.append(candidate)
-            else:
-                conflicts[candidate.chunk.chunk_id] = why
-        # Sections keyed on the value the question gives ("INR 5 to 8") that all leave it
-        # out mean the documents do not cover that value: what else was found is not an
-        # answer to it either.
-        fits = [band_fit(asked.measures, _passage_text(c.chunk)) for c in candidates]
-        if False in fits and True not in fits:
-            for candidate in kept:
-                conflicts[candidate.chunk.chunk_id] = "the documents give no band for " + (
-                    ", ".join(f"{name} {value:g}" for name, value in asked.measures.items())
-                )
-            kept = []
-        return kept, conflicts
+        kept, conflicts = self._scope.screen(understood.qualifiers, [c.chunk for c in candidates])
+        kept_ids = {chunk.chunk_id for chunk in kept}
+        return [c for c in candidates if c.chunk.chunk_id in kept_ids], conflicts
 
     def _claim_applies(
         self, understood: UnderstoodQuestion, chunk: Chunk, claim: str, check: dict[str, object]
@@ -451,6 +456,14 @@ class AnswerPipeline:
 def _passage_text(chunk: Chunk) -> str:
     """A chunk as a reader sees it: its text under its title and headings."""
     return " ".join((chunk.metadata.title, *chunk.heading_path, chunk.text))
+
+
+def _source(chunk: Chunk) -> Source:
+    meta = chunk.metadata
+    return Source(
+        chunk.chunk_id, chunk.doc_id, meta.title, chunk.heading_path, meta.version,
+        meta.effective_from.isoformat(), chunk.start, chunk.end,
+    )  # fmt: skip
 
 
 def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:

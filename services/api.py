@@ -71,6 +71,9 @@ def ask(request: Request, data: JSONBody[AskRequest]) -> dict[str, Any]:
         "refused": answer.refused,
         "refusal": answer.refusal,
         "decision": answer.decision,
+        "scope": answer.scope,
+        "read_as": answer.read_as,
+        "unanswered_parts": list(answer.unanswered_parts),
         "sentences": [
             {
                 "text": sentence.text,

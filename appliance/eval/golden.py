@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.access.rules import Subject
+from appliance.answer import Answer
 from appliance.engines import Appliance
 from appliance.eval.rerank_bench import percentile
 from appliance.index.filters import ActiveOn
@@ -44,6 +45,10 @@ class GoldenReport:
     answer_token_f1: float = 0.0
     correct_refusal_rate: float = 0.0
     false_refusal_rate: float = 0.0
+    unsafe_answers: int = 0
+    """Answers that must not have been given: to a question the documents do not answer,
+    or citing a passage whose scope contradicts the question's qualifiers (judged by the
+    product's own scope checker, so only the first kind is an independent count)."""
     citations: int = 0
     generator: str = ""
     verifier: str = ""
@@ -76,6 +81,7 @@ class GoldenReport:
                 "recall_at_10_before_rerank", "mean_reciprocal_rank_after_rerank",
                 "exact_span_validity", "citation_precision", "answer_contains_gold",
                 "answer_token_f1", "correct_refusal_rate", "false_refusal_rate",
+                "unsafe_answers",
             )
         }  # fmt: skip
 
@@ -173,6 +179,10 @@ def evaluate(
                 text = catalog.document_text(span.doc_id) or ""
                 valid_spans += text[span.start : span.end] == span.quote
                 entailed_citations += appliance.verifier.check(span.quote, sentence.text).entailed
+        unsafe = not answerable and not answer.refused
+        unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
+        report.unsafe_answers += unsafe
+        outcome["unsafe"] = unsafe
         if not answerable:
             refusals_correct.append(answer.refused)
             outcome["answer"] = " ".join(s.text for s, _ in answer.sentences)
@@ -210,6 +220,22 @@ def evaluate(
     report.correct_refusal_rate = mean(refusals_correct)
     report.false_refusal_rate = mean(refusals_false)
     return report
+
+
+def _cites_out_of_scope(appliance: Appliance, question: str, answer: Answer) -> bool:
+    """Whether a cited passage's scope contradicts the question's qualifiers."""
+    if answer.refused:
+        return False
+    understood = appliance.question_reader.read(question)
+    scope = appliance.scope_checker
+    cited = {span.chunk_id: sentence.text for sentence, spans in answer.sentences for span in spans}
+    for chunk_id, chunk in appliance.catalog.chunks(sorted(cited)).items():
+        asked = understood.qualifiers
+        if scope.passage_conflict(asked, chunk) or scope.claim_conflict(
+            asked, understood.search_text, chunk, cited[chunk_id]
+        ):
+            return True
+    return False
 
 
 def _reporting(

@@ -15,16 +15,22 @@ function renderAnswer(answer) {
   box.classList.toggle("refusal", answer.refused);
   if (answer.refused) {
     box.append(element("h2", "The documents do not answer this question"));
-    box.append(element("p", `Reason: ${answer.refusal}`, "meta"));
+    box.append(element("p", `Why: ${answer.refusal}.`, "reason"));
     if (answer.closest_sources.length) {
-      box.append(element("p", "Closest sources:"));
+      box.append(element("p", "Closest sources (open one to read it):"));
       const list = element("ul");
-      for (const source of answer.closest_sources) {
-        list.append(element("li", `${source.title} - ${source.heading_path.join(" > ")}`));
-      }
+      answer.closest_sources.forEach((source, index) => {
+        const open = element("button", `${source.title} - ${source.heading_path.join(" > ")}`, "source-link");
+        open.type = "button";
+        open.addEventListener("click", () => showSource(source, index + 1));
+        const item = element("li");
+        item.append(open);
+        list.append(item);
+      });
       box.append(list);
     }
   } else {
+    if (answer.scope) box.append(element("p", `${answer.scope}:`, "scope"));
     if (answer.decision) {
       const short = element("p", `In short: ${answer.decision}`, "decision");
       short.title = "The generator's reading of the cited sentences below";
@@ -48,6 +54,10 @@ function renderAnswer(answer) {
       box.append(line);
     }
   }
+  if (answer.unanswered_parts && answer.unanswered_parts.length) {
+    box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
+  }
+  if (answer.read_as) box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
   box.append(element("p", `Generator ${answer.generator}; verifier ${answer.verifier}; audit entry ${answer.audit_entry}`, "meta"));
 }
 

@@ -63,3 +63,20 @@ def test_a_small_golden_set_end_to_end(sample_appliance: Appliance, tmp_path: Pa
     assert "Gates: all pass" in markdown
     assert "Rerank after fusion: CAGE (top 10, alpha 0.7, 30 epochs)." in markdown
     assert json.loads(paths[1].read_text())["rerank_stages"] == report.rerank_stages
+
+
+def test_an_answer_to_a_question_labelled_unanswerable_counts_as_unsafe(
+    sample_appliance: Appliance, tmp_path: Path
+) -> None:
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"question": "How long should I rub my hands with alcohol gel?", "answerable": False},
+        {"question": "How do I book annual leave?", "answerable": False},
+    ]
+    golden.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = evaluate(sample_appliance, golden)
+    assert report.unsafe_answers == 1
+    assert [o["unsafe"] for o in report.per_question] == [True, False]
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[maximum]\nunsafe_answers = 0\n")
+    assert check_gates(report, gates) == ["unsafe_answers 1.000 is above the gate 0"]
