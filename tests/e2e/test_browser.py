@@ -131,6 +131,21 @@ def test_a_question_the_corpus_cannot_answer_shows_a_refusal(server: str, browse
     assert "do not answer" in text and "Closest sources" in text
     assert page.locator("#answer .cite").count() == 0
     shot(page, "04-refusal")
+    # A closest source opens in the source pane with its passage highlighted.
+    page.locator("#answer .source-link").first.click()
+    mark = page.wait_for_selector("#cited-span")
+    assert mark.inner_text().strip() and "version" in page.inner_text("#source")
+
+
+def test_an_answer_says_whom_its_passages_cover(server: str, browser: object) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "hypo unconcious pt no iv acess what do i give")
+    page.click("#ask")
+    page.wait_for_selector("#answer .sentence")
+    text = page.inner_text("#answer")
+    assert "For adults:" in text and "glucagon" in text
+    assert "Read as: hypoglycaemia unconscious patient" in text
+    shot(page, "04b-scope-and-reading")
 
 
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
