@@ -24,7 +24,7 @@ from appliance.generate.base import (
 )
 from appliance.generate.openai_compatible import GeneratorUnavailable
 from appliance.index.base import LexicalIndex, VectorIndex
-from appliance.index.filters import SearchFilter
+from appliance.index.filters import SearchFilter, in_force_day, without_dates
 from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
@@ -39,9 +39,12 @@ NOT_ANSWERED = "The hospital documents available to you do not answer this quest
 NOT_RELEVANT = "no passage of the documents available to you is about this question"
 NOTHING_VERIFIED = "no sentence of the documents found could be verified to say this"
 NOT_AN_ANSWER = "what the documents found say does not answer this question"
+NOT_IN_FORCE_MARGIN = 0.1
+"""How much closer (cosine) a passage of a document not in force must be than anything in
+force for the refusal to name that document's dates."""
 _ASKS_DOSE = re.compile(
     r"\b(?:what|which|usual|maximum|max|starting|loading|treatment|maintenance|adult|"
-    r"paediatric|right|correct)\s+(?:\w+\s+)?dose\b|\bdose (?:of|for)\b|\bdosing\b|\bhow much\b",
+    r"paediatric|right|correct)\s+(?:\w+\s+)?dose\b|\bdose (?:of|for)\b|\bdosing\b",
     re.IGNORECASE,
 )
 _DOSE = re.compile(
@@ -190,6 +193,16 @@ class AnswerPipeline:
             )  # fmt: skip
 
         relevant = [c for c, r in zip(candidates, relevance, strict=True) if r >= floor]
+        elsewhere = self._not_in_force(
+            understood, subject, search_filter, question_vectors, max(relevance, default=0.0)
+        )
+        if elsewhere is not None:
+            record["not_in_force"] = {
+                "chunk_id": elsewhere.chunk_id, "doc_id": elsewhere.doc_id,
+                "effective_from": elsewhere.metadata.effective_from.isoformat(),
+                "effective_to": _day(elsewhere.metadata.effective_to),
+            }  # fmt: skip
+            return finish((), _not_in_force_reason(elsewhere, in_force_day(search_filter)))
         if not relevant:
             return finish((), NOT_RELEVANT)
         applicable, out_of_scope = self._applicable(understood, candidates)
@@ -288,6 +301,36 @@ class AnswerPipeline:
         decision = generated.decision if asks_yes_or_no(question) else None
         scope = describe_scope([in_context[s.citations[0].chunk_id] for s in claims])
         return finish(final, None, decision, unanswered, scope)
+
+    def _not_in_force(
+        self,
+        understood: UnderstoodQuestion,
+        subject: Subject,
+        search_filter: SearchFilter | None,
+        question_vectors: np.ndarray,
+        best_in_force: float,
+    ) -> Chunk | None:
+        """A passage of a document not in force on the day asked (not yet, or no longer)
+        that answers the question clearly better than anything in force: the reason to
+        refuse is then that document's dates, not a made-up answer from another one."""
+        if in_force_day(search_filter) is None:
+            return None
+        undated = self._query.search(
+            understood.search_text, subject, self._context_passages,
+            without_dates(search_filter), "hybrid", rerank=False,
+        ).candidates  # fmt: skip
+        stored = self._vectors.vectors([c.chunk.chunk_id for c in undated])
+        best: tuple[float, Chunk] | None = None
+        for candidate in undated:
+            chunk = candidate.chunk
+            if chunk.chunk_id not in stored or _in_force(chunk, in_force_day(search_filter)):
+                continue
+            score = float(np.max(question_vectors @ stored[chunk.chunk_id]))
+            if best is None or score > best[0]:
+                best = (score, chunk)
+        if best is None or best[0] < self.relevance_floor:
+            return None
+        return best[1] if best[0] - best_in_force >= NOT_IN_FORCE_MARGIN else None
 
     def _lost_to_scope(
         self,
@@ -480,3 +523,30 @@ def _listed(words: list[str]) -> str:
     if not words:
         return "what this question asks about"
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _day(day: dt.date | None) -> str | None:
+    return None if day is None or day == dt.date.max else day.isoformat()
+
+
+def _in_force(chunk: Chunk, day: dt.date | None) -> bool:
+    meta = chunk.metadata
+    return day is None or (
+        meta.effective_from <= day and (meta.effective_to is None or day < meta.effective_to)
+    )
+
+
+def _not_in_force_reason(chunk: Chunk, day: dt.date | None) -> str:
+    meta = chunk.metadata
+    when = f"on {day.isoformat()}" if day else "on the day asked"
+    if day is not None and meta.effective_from > day:
+        return (
+            f"the document that covers this, {meta.title} (version {meta.version}), comes "
+            f"into force on {meta.effective_from.isoformat()}: it is not in force {when}"
+        )
+    ended = _day(meta.effective_to)
+    replaced = f", replaced by {meta.superseded_by}" if meta.superseded_by else ""
+    return (
+        f"the document that covers this, {meta.title} (version {meta.version}), was in force "
+        f"until {ended or 'an earlier day'}{replaced}: it is not in force {when}"
+    )

@@ -91,7 +91,7 @@ class QueryPipeline:
         ``search_text`` is the question as the reader understood it (the question as
         asked is what the record names, with the searched words beside it)."""
         searched = search_text if search_text and search_text != question else None
-        result = self._search(searched or question, subject, top_k, search_filter, mode, rerank)
+        result = self.search(searched or question, subject, top_k, search_filter, mode, rerank)
         result.searched_as = searched
         if self._recorder is not None:
             try:
@@ -102,7 +102,7 @@ class QueryPipeline:
                 ) from error
         return result
 
-    def _search(
+    def search(
         self,
         question: str,
         subject: Subject,
@@ -111,6 +111,8 @@ class QueryPipeline:
         mode: RetrievalMode,
         rerank: bool,
     ) -> SearchResult:
+        """The search alone, unrecorded: for a caller that records what it shows itself
+        (``run`` records every search it makes)."""
         self._retriever.validate_query(question)
         scope = self._guard.scope(subject, "read")
         applied = (

@@ -63,6 +63,28 @@ class NoneOf:
 SearchFilter = AnyOf | ActiveOn | AllOf | OneOf | NoneOf
 
 
+def without_dates(search_filter: SearchFilter | None) -> SearchFilter | None:
+    """The filter with its "in force on a day" clauses taken out (None when nothing
+    else is left): what a search would find if the documents' dates did not matter."""
+    match search_filter:
+        case ActiveOn():
+            return None
+        case AllOf(clauses=clauses):
+            kept = tuple(c for c in (without_dates(c) for c in clauses) if c is not None)
+            return AllOf(kept) if kept else None
+    return search_filter
+
+
+def in_force_day(search_filter: SearchFilter | None) -> dt.date | None:
+    """The day a filter asks documents to be in force on, if it asks (at its top level)."""
+    match search_filter:
+        case ActiveOn(day=day):
+            return day
+        case AllOf(clauses=clauses):
+            return next((d for c in clauses if (d := in_force_day(c)) is not None), None)
+    return None
+
+
 def describe(search_filter: SearchFilter | None) -> str:
     """A readable, stable rendering for logs and the audit trail."""
     match search_filter:

@@ -43,6 +43,18 @@ def english_frequency() -> Callable[[str], float]:
     return lambda word: zipf_frequency(word, "en")
 
 
+SPECIFIC = 3.0
+"""A word rarer than this in English (Zipf) names a specific thing: a drug, a
+condition, a code ("ceftriaxone", "ketoacidosis", "E11.9")."""
+
+
+def specific_words(text: str) -> set[str]:
+    """The words of a text (lower case) that name specific things."""
+    zipf = english_frequency()
+    words = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", text)
+    return {w.lower() for w in words if len(w) > 2 and zipf(w.lower()) < SPECIFIC}
+
+
 def _one_edit(word: str) -> set[str]:
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     deletes = [a + b[1:] for a, b in splits if b]

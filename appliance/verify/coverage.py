@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from appliance.index.base import LexicalIndex
 from appliance.index.filters import SearchFilter
-from appliance.understand.spelling import english_frequency
+from appliance.understand.spelling import SPECIFIC, english_frequency
 
 BACKGROUND_CHUNKS = 100
 """Inverse document frequency as if the readable chunks sat among this many more that
@@ -35,10 +35,9 @@ _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
 
 
-NAMED = 3.0
-"""A question word rarer than this in English (Zipf) names a specific thing: a drug, a
-condition, a score. If the documents name it somewhere but not in the passages found, the
-passages are about something else ("paracetamol" asked, only the vancomycin rows found)."""
+_ADJECTIVE_TO_NOUN = (("tic", "sis"), ("ic", "ia"), ("ic", "es"), ("ic", "is"))
+"""Clinical adjectives and the nouns the documents use: septic/sepsis,
+anaemic/anaemia, diabetic/diabetes, psychotic/psychosis."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +94,15 @@ def question_coverage(
         for t in terms
     }  # fmt: skip
     present = {t for passage in passages for t in index.content_terms(passage)}
+    present_words = {w.lower() for passage in passages for w in _WORD.findall(passage)}
     acronyms = {w.lower() for w in _WORD.findall(question) if _ACRONYM.match(w)}
     initials = _initials(passages) if acronyms else set()
 
     def found(term: str) -> bool:
-        if term in present:
+        if term in present or any(
+            term.endswith(adjective) and term[: -len(adjective)] + noun in present_words
+            for adjective, noun in _ADJECTIVE_TO_NOUN
+        ):
             return True
         if term in acronyms and term in initials:
             return True
@@ -113,26 +116,38 @@ def question_coverage(
     named = {
         word: terms_of_word
         for word in dict.fromkeys(_WORD.findall(asking or question))
-        if zipf(word.lower()) < NAMED
+        if zipf(word.lower()) < SPECIFIC
         and (terms_of_word := index.content_terms(word))
         and all(frequencies.get(t, 0) > 0 for t in terms_of_word)
     }
     missing_names = tuple(w for w, ts in named.items() if not any(found(t) for t in ts))
-    # An identifier ("COVID-19", "E11.9") that no readable chunk contains cannot be answered.
-    identifiers = tuple(
-        word
-        for word in dict.fromkeys((asking or question).split())
-        if any(c.isdigit() for c in word)
-        and any(c.isalpha() for c in word)
-        and not word[:1].isdigit()
-        and (ts := index.content_terms(word))
-        and all(frequencies.get(t, 0) == 0 for t in ts if t in frequencies)
-        and any(t in frequencies for t in ts)
-    )
-    return QuestionCoverage(
-        covered / whole, missing, weights, missing_names, tuple(named),
-        tuple(w.strip(".,;:?!()") for w in identifiers),
-    )  # fmt: skip
+    unknown = _unknown_identifiers(asking or question, index, frequencies)
+    return QuestionCoverage(covered / whole, missing, weights, missing_names, tuple(named), unknown)
+
+
+def _identifiers(text: str) -> list[str]:
+    """Words with letters and digits that do not start with a digit ("COVID-19", "E11.9",
+    "P-20871"; not "58-year-old")."""
+    words = (w.strip(".,;:?!()'\"") for w in text.split())
+    return [
+        w for w in dict.fromkeys(words)
+        if w[:1].isalpha() and any(c.isdigit() for c in w)
+    ]  # fmt: skip
+
+
+def _unknown_identifiers(
+    asking: str, index: LexicalIndex, frequencies: dict[str, int]
+) -> tuple[str, ...]:
+    """The identifiers a question asks about when no readable chunk holds any of them: a
+    question about "COVID-19" cannot be answered from documents that never name it (one
+    about "ICD-10 code E11.9" can, when they name E11.9)."""
+    found = {
+        w: [frequencies.get(t, 0) for t in index.content_terms(w)] for w in _identifiers(asking)
+    }
+    found = {w: counts for w, counts in found.items() if counts}
+    if not found or any(any(counts) for counts in found.values()):
+        return ()
+    return tuple(found)
 
 
 def words_for(question: str, terms: Sequence[str], index: LexicalIndex) -> list[str]:

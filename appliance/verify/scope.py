@@ -191,9 +191,9 @@ class ScopeChecker:
     def screen(
         self, asked: Qualifiers, chunks: Sequence[Chunk]
     ) -> tuple[list[Chunk], dict[str, str]]:
-        """The chunks that apply, and why each other one does not. Where sections keyed
-        on a value the question gives ("INR 5 to 8") all leave it out, the documents do
-        not cover that value, and nothing else found answers it either."""
+        """The chunks that apply, and why each other one does not. Where sections whose
+        headings key them on a value the question gives ("INR 5 to 8") all leave it out,
+        the documents do not cover that value, and nothing else found answers it either."""
         kept, conflicts = [], {}
         for chunk in chunks:
             why = self.passage_conflict(asked, chunk)
@@ -201,7 +201,7 @@ class ScopeChecker:
                 kept.append(chunk)
             else:
                 conflicts[chunk.chunk_id] = why
-        fits = [band_fit(asked.measures, " ".join((*c.heading_path, c.text))) for c in chunks]
+        fits = [band_fit(asked.measures, " ".join(c.heading_path)) for c in chunks]
         if False in fits and True not in fits:
             given = ", ".join(f"{name} {value:g}" for name, value in asked.measures.items())
             conflicts.update({c.chunk_id: f"the documents give no band for {given}" for c in kept})
