@@ -23,6 +23,7 @@ from appliance.generate.base import ContextPassage, GeneratedAnswer, under_headi
 from appliance.nlp.embedder import Embedder
 from appliance.records import AnswerSentence, Citation
 from appliance.understand.narrative import parts_of
+from appliance.understand.spelling import specific_words
 
 # A sentence ends at . ! ? (or a line break) followed by space and a capital, digit or bullet.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])|\n+")
@@ -105,6 +106,33 @@ def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
         yield Candidate(sentence, under_heading(sentence, chunk), passage)
 
 
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+_STEPS_TAKEN = re.compile(
+    r"\b(?:after|had|given|received|already|following)\s+(?:\w+\s+){0,2}?"
+    r"(one|two|three|four|five|\d)\s+(?:doses?|steps?|lots?|boluses?)\b|"
+    r"\bafter\s+step\s+(\d)\b",
+    re.IGNORECASE,
+)
+
+
+def steps_taken(question: str) -> int | None:
+    """How many steps of a sequence the question says were already taken ("still
+    seizing after two doses of lorazepam": 2), or None."""
+    match = _STEPS_TAKEN.search(question)
+    if match is None:
+        return None
+    count = (match.group(1) or match.group(2)).lower()
+    return _COUNTS.get(count) or int(count)
+
+
+def step_number(option: Candidate) -> int | None:
+    """The step a row of a "Step" table is (its first cell), or None."""
+    if not option.columns or _cells(option.columns)[0].lower() != "step":
+        return None
+    first = _cells(option.quote)[0]
+    return int(first) if first.isdigit() else None
+
+
 def _bounds(text: str) -> set[tuple[bool, float]]:
     """Each "below X" / "above X" in a text, as (is an upper bound, X)."""
     return {
@@ -142,6 +170,7 @@ class ExtractiveGenerator:
         margin: float = 0.08,
         range_bonus: float = 0.15,
         negation_bonus: float = 0.08,
+        name_bonus: float = 0.08,
     ) -> None:
         self._embedder = embedder
         self._max_sentences = max_sentences
@@ -149,6 +178,7 @@ class ExtractiveGenerator:
         self._margin = margin
         self._range_bonus = range_bonus
         self._negation_bonus = negation_bonus
+        self._name_bonus = name_bonus
 
     def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
         options = [c for p in passages[: self._passages_used] for c in candidates_of(p)]
@@ -170,6 +200,12 @@ class ExtractiveGenerator:
             )
         # Earlier passages ranked higher: a small prior keeps ties with the best passage.
         prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
+        # A sentence or row that names what the question names ("ceftriaxone", "E11.9")
+        # is about it; a neighbouring row of the same table is not.
+        names = specific_words(question)
+        prior = prior + self._name_bonus * np.array(
+            [any(n in c.judged_text.lower() for n in names) for c in options]
+        )
         in_range = np.array([holds_number_asked(question, c.judged_text) for c in options])
         scores = similarity + prior + self._range_bonus * in_range
         # Where a row's range holds the number asked, the table's other rows are not
@@ -178,6 +214,15 @@ class ExtractiveGenerator:
         for i, option in enumerate(options):
             if option.table in looked_up and not in_range[i]:
                 scores[i] = -np.inf
+        # In a sequence of steps, the ones already taken are not the answer; the next is.
+        taken = steps_taken(question)
+        if taken is not None:
+            for i, option in enumerate(options):
+                step = step_number(option)
+                if step is not None and step <= taken:
+                    scores[i] = -np.inf
+                elif step == taken + 1:
+                    scores[i] += self._range_bonus
         order = np.argsort(-scores)
         best = float(scores[order[0]])
         chosen = [int(i) for i in order if scores[i] >= best - self._margin][: self._max_sentences]

@@ -81,3 +81,34 @@ def test_a_looked_up_row_is_quoted_alone_after_its_header(embedder: Embedder) ->
     for sentence in answer.sentences:
         (citation,) = sentence.citations
         assert citation.chunk_id == "vriii@3#0001" and citation.quote in RATE_SCALE
+
+
+SEIZURE_STEPS = """| Step | Drug and dose | When |
+|---|---|---|
+| 1 | Buccal midazolam 0.3 mg/kg or IV lorazepam 0.1 mg/kg | At 5 minutes of seizure |
+| 2 | Repeat IV lorazepam 0.1 mg/kg | 10 minutes after step 1 |
+| 3 | Levetiracetam 40 mg/kg IV over 5 minutes | If seizure continues after step 2 |"""
+
+
+def test_the_step_after_those_already_taken_is_the_answer(embedder: Embedder) -> None:
+    question = "Child still seizing after two doses of lorazepam, what is the next drug?"
+    answer = ExtractiveGenerator(embedder).generate(
+        question, [_passage(1, SEIZURE_STEPS, ("Seizures",))]
+    )
+    quoted = [s.text for s in answer.sentences]
+    assert any(q.startswith("| 3 | Levetiracetam") for q in quoted)
+    assert not any(q.startswith(("| 1 |", "| 2 |")) for q in quoted)
+
+
+FORMULARY = """| Drug | Usual dose | CrCl 10-50 mL/min |
+|---|---|---|
+| Meropenem | 1 g IV every 8 hours | 1 g IV every 12 hours |
+| Ceftriaxone | 2 g IV every 24 hours | no change |
+| Aztreonam | 2 g IV every 8 hours | 1 g IV every 8 hours |"""
+
+
+def test_the_row_that_names_the_drug_asked_about_wins(embedder: Embedder) -> None:
+    answer = ExtractiveGenerator(embedder, max_sentences=1).generate(
+        "What is the usual adult dose of ceftriaxone?", [_passage(1, FORMULARY, ("Beta-lactams",))]
+    )
+    assert [s.text for s in answer.sentences][-1].startswith("| Ceftriaxone |")
