@@ -133,6 +133,11 @@ def step_number(option: Candidate) -> int | None:
     return int(first) if first.isdigit() else None
 
 
+def _with_names(part: str, names: set[str]) -> str:
+    missing = sorted(n for n in names if n not in part.lower())
+    return f"{part} ({', '.join(missing)})" if missing else part
+
+
 def _bounds(text: str) -> set[tuple[bool, float]]:
     """Each "below X" / "above X" in a text, as (is an upper bound, X)."""
     return {
@@ -185,7 +190,12 @@ class ExtractiveGenerator:
         if not options:
             return GeneratedAnswer((), json.dumps({"sentences": [], "not_found": True}), self.name)
         parts = parts_of(question)
-        asked = [question, *parts] if len(parts) > 1 else [question]
+        # A later part often leaves its topic to the first ("..., and what mask do staff
+        # wear?"): each part is read with the question's specific words.
+        names = specific_words(question)
+        asked = (
+            [question, *(_with_names(p, names) for p in parts)] if len(parts) > 1 else [question]
+        )
         vectors = self._embedder.embed(
             [*asked, *(c.quote for c in options), *(c.judged_text for c in options)]
         )
@@ -200,11 +210,10 @@ class ExtractiveGenerator:
             )
         # Earlier passages ranked higher: a small prior keeps ties with the best passage.
         prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
-        # A sentence or row that names what the question names ("ceftriaxone", "E11.9")
-        # is about it; a neighbouring row of the same table is not.
-        names = specific_words(question)
+        # A row that names what the question names ("ceftriaxone") is about it; the
+        # neighbouring rows of the same table are not.
         prior = prior + self._name_bonus * np.array(
-            [any(n in c.judged_text.lower() for n in names) for c in options]
+            [c.table is not None and any(n in c.quote.lower() for n in names) for c in options]
         )
         in_range = np.array([holds_number_asked(question, c.judged_text) for c in options])
         scores = similarity + prior + self._range_bonus * in_range
