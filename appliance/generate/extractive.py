@@ -133,11 +133,6 @@ def step_number(option: Candidate) -> int | None:
     return int(first) if first.isdigit() else None
 
 
-def _with_names(part: str, names: set[str]) -> str:
-    missing = sorted(n for n in names if n not in part.lower())
-    return f"{part} ({', '.join(missing)})" if missing else part
-
-
 def _bounds(text: str) -> set[tuple[bool, float]]:
     """Each "below X" / "above X" in a text, as (is an upper bound, X)."""
     return {
@@ -190,12 +185,7 @@ class ExtractiveGenerator:
         if not options:
             return GeneratedAnswer((), json.dumps({"sentences": [], "not_found": True}), self.name)
         parts = parts_of(question)
-        # A later part often leaves its topic to the first ("..., and what mask do staff
-        # wear?"): each part is read with the question's specific words.
-        names = specific_words(question)
-        asked = (
-            [question, *(_with_names(p, names) for p in parts)] if len(parts) > 1 else [question]
-        )
+        asked = [question, *parts] if len(parts) > 1 else [question]
         vectors = self._embedder.embed(
             [*asked, *(c.quote for c in options), *(c.judged_text for c in options)]
         )
@@ -212,6 +202,7 @@ class ExtractiveGenerator:
         prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
         # A row that names what the question names ("ceftriaxone") is about it; the
         # neighbouring rows of the same table are not.
+        names = specific_words(question)
         prior = prior + self._name_bonus * np.array(
             [c.table is not None and any(n in c.quote.lower() for n in names) for c in options]
         )

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-from appliance.understand.spelling import english_frequency
-
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Za-z\"'(])")
 _PART_BREAK = re.compile(
     r"\?\s+|[,;]?\s+(?:and|or|also|plus)\s+(?=(?:what|which|who|when|where|how|is|are|do|does|"
@@ -24,42 +22,21 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
 
-CONTENT_WORD = 5.0
-"""A word rarer than this in English (Zipf) says what a sentence is about; "What
-should I tell her?" has none, and asks about the sentence before it."""
-
-
-def _says_something(sentence: str) -> bool:
-    zipf = english_frequency()
-    return any(len(w) > 3 and zipf(w.lower()) < CONTENT_WORD for w in sentence.split())
-
-
-def _asking(found: list[str]) -> list[str]:
-    """The sentences that ask: those ending in "?" (else the last one), each with the
-    sentence before it when it alone says nothing ("... how often she needs turning.
-    What should I tell her?")."""
-    asking = [i for i, s in enumerate(found) if s.endswith("?")] or [len(found) - 1]
-    chosen = set(asking)
-    for i in asking:
-        if i > 0 and not _says_something(found[i]):
-            chosen.add(i - 1)
-    return [found[i] for i in sorted(chosen)]
-
-
 def focus_of(text: str) -> tuple[str, list[str]]:
-    """The sentences that ask, and the rest. A short question is its own focus."""
+    """The sentences that ask (those ending in "?", else the last), and the rest. A
+    short question is its own focus."""
     found = sentences(text)
     if len(found) < 2 or len(text.split()) <= NARRATIVE_WORDS:
         return text.strip(), []
-    asking = _asking(found)
+    asking = [s for s in found if s.endswith("?")] or found[-1:]
     return " ".join(asking), [s for s in found if s not in asking]
 
 
 def asking_of(text: str) -> str:
-    """The sentences that ask, in any question long or short ("Patient had a rash with
-    X. Can she have Y?" asks about Y)."""
+    """The sentences that ask, in any question long or short: those ending in "?",
+    else the last one ("Patient had a rash with X. Can she have Y?" asks about Y)."""
     found = sentences(text)
-    return " ".join(_asking(found)) if found else text.strip()
+    return " ".join([s for s in found if s.endswith("?")] or found[-1:])
 
 
 def parts_of(question: str) -> list[str]:

@@ -160,17 +160,3 @@ def test_a_ward_language_file_with_an_empty_expansion_is_refused(tmp_path: Path)
     bad.write_text('[shorthand]\nabx = ""\n', encoding="utf-8")
     with pytest.raises(ValueError, match="non-empty"):
         WardLanguage.load(bad)
-
-
-def test_a_closing_question_that_says_nothing_asks_about_the_sentence_before_it() -> None:
-    story = (
-        "Busy night on the surgical ward and every bed in the bay is full tonight. "
-        "My student asks how often a high-risk patient on an air mattress is repositioned. "
-        "What should I tell her?"
-    )
-    focus, rest = focus_of(story)
-    assert focus.startswith("My student asks how often") and focus.endswith("tell her?")
-    assert rest == ["Busy night on the surgical ward and every bed in the bay is full tonight."]
-    assert asking_of("Patient on warfarin. What should we do?") == (
-        "Patient on warfarin. What should we do?"
-    )
