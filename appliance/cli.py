@@ -456,8 +456,22 @@ def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
 @models_app.command("train-reranker")
 def models_train_reranker(
     train: Annotated[
-        list[Path], typer.Option(exists=True, dir_okay=False, help="Training pools (JSONL).")
-    ],
+        list[Path] | None,
+        typer.Option(exists=True, dir_okay=False, help="Training pools (JSONL)."),
+    ] = None,
+    medquad: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="MedQuAD pages (JSONL): in-domain questions with their answers, and hard "
+            "negatives from the same page and related pages.",
+        ),
+    ] = None,
+    pubmedqa: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="PubMedQA questions with abstracts."),
+    ] = None,
     scifact_claims: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     scifact_corpus: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     name: Annotated[
@@ -482,18 +496,23 @@ def models_train_reranker(
         write_manifest,
     )
 
+    train = train or []
+    if not (train or medquad or pubmedqa or scifact_claims):
+        raise fail(
+            "name training data: --train POOLS, --medquad, --pubmedqa or --scifact-claims", code=2
+        )
     try:
         refuse_evaluation_files([*train, *([scifact_claims] if scifact_claims else [])])
     except ValueError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from None
     training, held = training_and_held_out(
-        train, scifact_claims, scifact_corpus, negatives, held_out, seed, limit
+        train, scifact_claims, scifact_corpus, negatives, held_out, seed, limit, medquad, pubmedqa
     )
     command = "appliance models train-reranker " + " ".join(sys.argv[3:])
     provenance = {
         "trained_at": now(),
-        "trained_on": ", ".join(str(p) for p in [*train, scifact_claims] if p),
+        "trained_on": ", ".join(str(p) for p in [*train, scifact_claims, medquad, pubmedqa] if p),
         "command": command,
     }
     with open_appliance() as appliance:

@@ -96,6 +96,62 @@ def scifact_pairs(claims: Path, corpus: Path, negatives: int, rng: random.Random
     return pairs
 
 
+MEDQUAD_SECTIONS_PER_PAGE = 2
+PASSAGE_CHARS = 1500
+"""A passage is cut here: the cross-encoder reads 256 tokens of it at most."""
+
+
+def medquad_pairs(
+    corpus: Path, negatives: int, rng: random.Random, limit: int | None = None
+) -> list[Pair]:
+    """In-domain question-passage pairs from MedQuAD patient-information pages: a
+    section's question (its heading) against its own answer (positive); hard negatives
+    are other sections of the same page (same topic, another question) and the section
+    asking the same kind of question on another page about a related topic (a word of
+    the page's focus in common): the passages that resemble an answer without being one."""
+    pages = [json.loads(line) for line in corpus.open(encoding="utf-8")][:limit]
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for number, page in enumerate(pages):
+        for word in {w for w in page["focus"].lower().split() if len(w) > 3}:
+            by_word[word].append(number)
+    pairs: list[Pair] = []
+    for number, page in enumerate(pages):
+        sections = [s for s in page["sections"] if s["text"].strip()]
+        for section in rng.sample(sections, min(MEDQUAD_SECTIONS_PER_PAGE, len(sections))):
+            group = f"medquad:{section['qid']}"
+            question = section["heading"]
+            pairs.append(Pair(group, question, section["text"][:PASSAGE_CHARS], 1.0))
+            same_page = [s for s in sections if s is not section]
+            related = [
+                s
+                for word in page["focus"].lower().split()
+                for other in by_word.get(word, [])
+                if other != number
+                for s in pages[other]["sections"]
+                if s["qtype"] == section["qtype"] and s["text"].strip()
+            ]
+            pool = rng.sample(same_page, min(len(same_page), (negatives + 1) // 2))
+            pool += rng.sample(related, min(len(related), negatives - len(pool)))
+            pairs += [Pair(group, question, s["text"][:PASSAGE_CHARS], 0.0) for s in pool]
+    return pairs
+
+
+def pubmedqa_pairs(path: Path, negatives: int, rng: random.Random) -> list[Pair]:
+    """PubMedQA questions against their own abstracts (positive) and other questions'
+    abstracts (negatives)."""
+    items = [json.loads(line) for line in path.open(encoding="utf-8")]
+    abstracts = [" ".join(c["text"] for c in item["contexts"])[:PASSAGE_CHARS] for item in items]
+    pairs: list[Pair] = []
+    for number, item in enumerate(items):
+        group = f"pubmedqa:{item['id']}"
+        pairs.append(Pair(group, item["question"], abstracts[number], 1.0))
+        others = rng.sample(range(len(items)), negatives + 1)
+        pairs += [Pair(group, item["question"], abstracts[o], 0.0) for o in others if o != number][
+            :negatives
+        ]
+    return pairs
+
+
 def split_by_group(
     pairs: Sequence[Pair], held_out: float, rng: random.Random
 ) -> tuple[list[Pair], list[Pair]]:
@@ -113,12 +169,18 @@ def training_and_held_out(
     held_out: float,
     seed: int,
     limit: int | None = None,
+    medquad: Path | None = None,
+    pubmedqa: Path | None = None,
 ) -> tuple[list[Pair], list[Pair]]:
     """The pairs ``train-reranker`` trains on and holds out, drawn with one seeded stream."""
     rng = random.Random(seed)
     pairs = [pair for path in pools for pair in pool_pairs(path, negatives, rng, limit)]
     if scifact_claims and scifact_corpus:
         pairs += scifact_pairs(scifact_claims, scifact_corpus, 2, rng)
+    if medquad:
+        pairs += medquad_pairs(medquad, negatives, rng, limit)
+    if pubmedqa:
+        pairs += pubmedqa_pairs(pubmedqa, negatives, rng)
     return split_by_group(pairs, held_out, rng)
 
 
