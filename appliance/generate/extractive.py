@@ -64,6 +64,15 @@ class Candidate:
     """For a table row, the table's header row when the chunk holds it (quoted first)."""
     columns: str = ""
     """For a table row, its table's header row, in this chunk or repeated as context."""
+    refers_back: bool = False
+    """A sentence that opens with "It", "This", ...: it means nothing without the one
+    before it, so it is never judged alone."""
+
+    @property
+    def alone(self) -> str:
+        """The text judged without its heading: the quote, or for a sentence that
+        refers back, the quote after the sentence it refers to."""
+        return self.judged_text if self.refers_back else self.quote
 
     @property
     def position(self) -> int:
@@ -102,10 +111,17 @@ def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
             f"{name} {value}" if name else value for name, value in zip(names, values, strict=False)
         )
         yield Candidate(stripped, under_heading(described, chunk), passage, header, columns)
+    previous = ""
     for sentence in sentences_of("\n".join(prose)):  # never spans a line: a chunk substring
-        yield Candidate(sentence, under_heading(sentence, chunk), passage)
+        # "It is not used when ..." says nothing alone: a reader takes "it" from the
+        # sentence before, and so is it judged.
+        refers_back = bool(previous and _REFERS_BACK.match(sentence))
+        judged = f"{previous} {sentence}" if refers_back else sentence
+        yield Candidate(sentence, under_heading(judged, chunk), passage, refers_back=refers_back)
+        previous = sentence
 
 
+_REFERS_BACK = re.compile(r"(?:It|This|These|They|That|Those|Its|Their)\b")
 _COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _STEPS_TAKEN = re.compile(
     r"\b(?:after|had|given|received|already|following)\s+(?:\w+\s+){0,2}?"
@@ -187,7 +203,7 @@ class ExtractiveGenerator:
         parts = parts_of(question)
         asked = [question, *parts] if len(parts) > 1 else [question]
         vectors = self._embedder.embed(
-            [*asked, *(c.quote for c in options), *(c.judged_text for c in options)]
+            [*asked, *(c.alone for c in options), *(c.judged_text for c in options)]
         )
         by_reading = vectors[len(asked) :] @ vectors[: len(asked)].T  # (2 * options, readings)
         alone, in_context = np.split(by_reading, 2)

@@ -50,85 +50,21 @@ _MEASURE = re.compile(
     rf"\b([A-Za-z][A-Za-z0-9]+)\s+(?:(?:is|was|of|at|now|=|:|about|around|approximately|"
     rf"roughly)\s+){{0,2}}({NUMBER})(?![\d.])(?!\s*(?:years?|yrs?|months?|weeks?|days?|doses?|hours?|hrs?|minutes?|mins?)\b)",
 )
-_NOT_A_MEASURE = frozenset(
-    [
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "is",
-        "was",
-        "the",
-        "a",
-        "an",
-        "about",
-        "around",
-        "approximately",
-        "roughly",
-        "bed",
-        "room",
-        "ward",
-        "weighs",
-        "weighing",
-        "give",
-        "gave",
-        "given",
-        "after",
-        "before",
-        "every",
-        "over",
-        "under",
-        "below",
-        "above",
-        "than",
-        "mg",
-        "g",
-        "kg",
-        "ml",
-        "mmol",
-        "units",
-        "hours",
-        "minutes",
-        "days",
-        "weeks",
-        "months",
-        "years",
-        "dose",
-        "doses",
-        "step",
-        "steps",
-        "version",
-        "page",
-        "table",
-    ]
-)
+_NOT_A_MEASURE = frozenset([
+    "and", "or", "of", "to", "in", "on", "at", "for", "with", "is", "was", "the", "a", "an",
+    "about", "around", "approximately", "roughly", "bed", "room", "ward", "weighs", "weighing",
+    "give", "gave", "given", "after", "before", "every", "over", "under", "below", "above",
+    "than", "mg", "g", "kg", "ml", "mmol", "units", "hours", "minutes", "days", "weeks",
+    "months", "years", "dose", "doses", "step", "steps", "version", "page", "table", "type",
+    "grade", "stage", "class",
+])  # fmt: skip
 _ABSENT = re.compile(
     r"\b(?:no|without|not|denies)\s+(?:any\s+|active\s+|signs\s+of\s+)?([a-z]{4,})", re.IGNORECASE
 )
-_NOT_A_CONDITION = frozenset(
-    [
-        "longer",
-        "more",
-        "less",
-        "further",
-        "other",
-        "need",
-        "needs",
-        "needed",
-        "known",
-        "iv",
-        "access",
-        "improvement",
-        "response",
-        "change",
-        "history",
-    ]
-)
+_NOT_A_CONDITION = frozenset([
+    "longer", "more", "less", "further", "other", "need", "needs", "needed", "known", "iv",
+    "access", "improvement", "response", "change", "history",
+])  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

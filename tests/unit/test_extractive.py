@@ -112,3 +112,20 @@ def test_the_row_that_names_the_drug_asked_about_wins(embedder: Embedder) -> Non
         "What is the usual adult dose of ceftriaxone?", [_passage(1, FORMULARY, ("Beta-lactams",))]
     )
     assert [s.text for s in answer.sentences][-1].startswith("| Ceftriaxone |")
+
+
+def test_a_sentence_that_refers_back_is_judged_with_the_one_before_it(
+    embedder: Embedder,
+) -> None:
+    text = (
+        "Code E11.9 is used for type 2 diabetes mellitus without complications. "
+        "It is not used when a complication is documented anywhere in the episode."
+    )
+    passage = _passage(1, text, ("Type 2 diabetes",))
+    first, second = candidates_of(passage)
+    assert not first.refers_back and first.alone == first.quote
+    assert second.refers_back and second.alone.startswith("Type 2 diabetes: Code E11.9")
+    answer = ExtractiveGenerator(embedder).generate("When can't I use E11.9?", [passage])
+    assert "It is not used when a complication is documented" in " ".join(
+        s.text for s in answer.sentences
+    )
