@@ -29,6 +29,8 @@ from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 from appliance.understand import QuestionReader, UnderstoodQuestion, qualifiers_of
+from appliance.understand.narrative import CONTENT_WORD
+from appliance.understand.spelling import english_frequency
 from appliance.verify.base import Entailment, EntailmentVerifier
 from appliance.verify.coverage import QuestionCoverage, question_coverage, words_for
 from appliance.verify.scope import ScopeChecker, describe_scope
@@ -212,7 +214,7 @@ class AnswerPipeline:
             return finish((), f"the documents found do not apply to what is asked: {reasons}")
         candidates = applicable
         coverage = question_coverage(
-            understood.focus,
+            understood.topic,
             [_passage_text(c.chunk) for c in candidates],
             self._lexical,
             result.applied_filter,
@@ -239,7 +241,7 @@ class AnswerPipeline:
                 f"({reasons})",
             )  # fmt: skip
         if coverage.coverage < self.min_question_coverage:
-            absent = words_for(understood.focus, coverage.missing, self._lexical)[:4]
+            absent = words_for(understood.topic, coverage.missing, self._lexical)[:4]
             return finish((), f"the documents found do not cover {_listed(absent)}")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
@@ -293,7 +295,9 @@ class AnswerPipeline:
             if not naming:
                 what = f" of {_listed(coverage.names)}" if coverage.names else ""
                 return finish((), f"the documents found give no dose{what} for this")
-        unanswered = self._unanswered_parts(understood, claim_texts)
+        unanswered = self._unanswered_parts(
+            understood, [(s, in_context[s.citations[0].chunk_id]) for s in claims]
+        )
         final = tuple(
             (s, tuple(_cited_span(in_context[c.chunk_id], located[c]) for c in s.citations))
             for s in recheck.sentences
@@ -369,7 +373,9 @@ class AnswerPipeline:
         if self._reader is not None:
             return self._reader.read(question)
         text = question.strip()
-        return UnderstoodQuestion(question, text, text, text, (text,), qualifiers_of(text))
+        return UnderstoodQuestion(
+            question, text, text, text, (text,), qualifiers_of(text), asking=text, topic=text
+        )
 
     def _applicable(
         self, understood: UnderstoodQuestion, candidates: list[Candidate]
@@ -395,17 +401,26 @@ class AnswerPipeline:
         return why is None
 
     def _unanswered_parts(
-        self, understood: UnderstoodQuestion, claim_texts: list[str]
+        self, understood: UnderstoodQuestion, claims: list[tuple[AnswerSentence, Chunk]]
     ) -> tuple[str, ...]:
-        """The parts of a several-part question that no kept sentence speaks to: most of
-        the part's own content words (beyond those of the other parts) are missing."""
+        """The parts of a several-part question that no kept sentence speaks to: the
+        part's telling words (not everyday ones) are mostly missing from them, and none of
+        them is as close to it as the relevance floor."""
         if len(understood.parts) < 2:
             return ()
-        said = {t for text in claim_texts for t in self._lexical.content_terms(text)}
+        # Each claim as a reader meets it: under its document's title and its headings.
+        texts = [_under_title(s.text, chunk) for s, chunk in claims]
+        said = {t for text in texts for t in self._lexical.content_terms(text)}
+        zipf = english_frequency()
+        vectors = self._embedder.embed([*understood.parts, *texts])
+        parts = len(understood.parts)
+        closeness = np.max(vectors[:parts] @ vectors[parts:].T, axis=1)
         missing = []
-        for part in understood.parts:
-            terms = self._lexical.content_terms(part)
-            if terms and sum(t in said for t in terms) / len(terms) < 0.34:
+        for part, close in zip(understood.parts, closeness, strict=True):
+            telling = " ".join(w for w in part.split() if zipf(w.lower()) < CONTENT_WORD)
+            terms = self._lexical.content_terms(telling)
+            found = sum(t in said for t in terms) / len(terms) if terms else 1.0
+            if found < 0.34 and float(close) < self.relevance_floor:
                 missing.append(part)
         return tuple(missing) if len(missing) < len(understood.parts) else ()
 
@@ -498,7 +513,11 @@ class AnswerPipeline:
 
 def _passage_text(chunk: Chunk) -> str:
     """A chunk as a reader sees it: its text under its title and headings."""
-    return " ".join((chunk.metadata.title, *chunk.heading_path, chunk.text))
+    return _under_title(chunk.text, chunk)
+
+
+def _under_title(text: str, chunk: Chunk) -> str:
+    return " ".join((chunk.metadata.title, *chunk.heading_path, text))
 
 
 def _source(chunk: Chunk) -> Source:

@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from appliance.understand.abbreviations import defined_abbreviations
-from appliance.understand.narrative import asking_of, focus_of, parts_of
+from appliance.understand.narrative import asking_of, focus_of, parts_of, says_something
 from appliance.understand.qualifiers import Qualifiers, qualifiers_of
 from appliance.understand.spelling import Correction, SpellingCorrector, english_frequency
 from appliance.understand.ward_language import WardLanguage
 
 _VOCABULARY_WORD = re.compile(r"[a-z]+")
 _IDENTIFIER = re.compile(r"\b(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*[A-Za-z0-9]\b")
-DOMAIN_WORD = 3.5
+DOMAIN_WORD = 4.0
 """A story's word less common than this in English (Zipf) is kept for the search."""
 
 
@@ -42,6 +42,10 @@ class UnderstoodQuestion:
     qualifiers: Qualifiers
     asking: str = ""
     """The sentences that ask (the last one when none ends in "?")."""
+    topic: str = ""
+    """What the documents must be about: the question, or for a story the sentences that
+    ask (a story's asker, ward and bed are not what it asks about); empty when they name
+    nothing."""
     corrections: tuple[Correction, ...] = ()
     expansions: tuple[Expansion, ...] = ()
 
@@ -60,6 +64,16 @@ class UnderstoodQuestion:
         if qualifiers:
             record["qualifiers"] = qualifiers
         return record
+
+
+def _topic(read_as: str, focus: str, story: list[str]) -> str:
+    """What the documents must be about: a story's asking sentences, or nothing when
+    they name nothing ("What should I tell her?" cannot be checked for coverage; the
+    relevance and scope of what is found still are)."""
+    if not story:
+        return focus
+    asking = asking_of(read_as)
+    return asking if says_something(asking) else ""
 
 
 class DocumentWords:
@@ -156,6 +170,7 @@ class QuestionReader:
             parts=tuple(parts_of(focus)),
             qualifiers=qualifiers,
             asking=asking_of(read_as),
+            topic=_topic(read_as, focus, story),
             corrections=tuple(corrections),
             expansions=tuple(expansions),
         )

@@ -73,3 +73,17 @@ def test_a_question_answered_only_by_a_document_not_yet_in_force_names_its_date(
 def test_an_identifier_no_document_names_is_refused_by_name(sample_appliance: Appliance) -> None:
     answer = _ask(sample_appliance, "Patient with COVID-19: droplet or airborne precautions?")
     assert answer.refused and "COVID-19" in (answer.refusal or "")
+
+
+def test_a_part_the_documents_do_not_answer_is_named(sample_appliance: Appliance) -> None:
+    answer = _ask(
+        sample_appliance,
+        "Which sites are swabbed for an MRSA screen, and how is the parking permit renewed?",
+    )
+    assert not answer.refused
+    assert answer.unanswered_parts == ("how is the parking permit renewed",)
+    both = _ask(
+        sample_appliance,
+        "How long should I rub my hands with alcohol gel, and what does it not kill?",
+    )
+    assert both.unanswered_parts == ()

@@ -11,7 +11,7 @@ import pytest
 from appliance.settings import PROJECT_ROOT
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage, qualifiers_of
 from appliance.understand.abbreviations import defined_abbreviations
-from appliance.understand.narrative import asking_of, focus_of, parts_of
+from appliance.understand.narrative import asking_of, focus_of, parts_of, unframed
 from appliance.understand.spelling import SpellingCorrector
 
 CORPUS = PROJECT_ROOT / "appliance" / "sample_corpus" / "documents"
@@ -160,3 +160,25 @@ def test_a_ward_language_file_with_an_empty_expansion_is_refused(tmp_path: Path)
     bad.write_text('[shorthand]\nabx = ""\n', encoding="utf-8")
     with pytest.raises(ValueError, match="non-empty"):
         WardLanguage.load(bad)
+
+
+def test_a_closing_question_that_says_nothing_brings_the_sentence_before_it() -> None:
+    story = (
+        "Busy night on the surgical ward and every bed in the bay is full tonight. "
+        "My student asks how often a high-risk patient on an air mattress is repositioned. "
+        "What should I tell her?"
+    )
+    focus, rest = focus_of(story)
+    assert focus.startswith("My student asks how often") and focus.endswith("tell her?")
+    assert rest == ["Busy night on the surgical ward and every bed in the bay is full tonight."]
+
+
+def test_a_reported_question_is_read_without_who_asks_it() -> None:
+    assert unframed("The registrar wants to know what the care plan says") == (
+        "what the care plan says"
+    )
+    assert unframed("What does the care plan say?") == "What does the care plan say?"
+    assert parts_of("My student asks how often she is turned, and what mattress she needs?") == [
+        "how often she is turned",
+        "what mattress she needs",
+    ]
