@@ -39,6 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from appliance.engines import Appliance
+from appliance.rerank.cross_encoder import load_cross_encoder
 from appliance.settings import PROJECT_ROOT, Settings
 from appliance.verify.base import Entailment, EntailmentVerifier
 from appliance.verify.claim_negation import NEGATED, negate
@@ -202,6 +203,11 @@ def main() -> None:
         "--negation-check", action="store_true",
         help="also the NLI verifier asked about each claim and its negation (an experiment)",
     )  # fmt: skip
+    parser.add_argument(
+        "--compare-with", type=Path, default=None,
+        help="another NLI model directory, judged beside the installed verifier with its "
+        "threshold (the full-precision model that the shipped half-precision one came from)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
     with Appliance(Settings()) as appliance:
@@ -211,6 +217,15 @@ def main() -> None:
             if args.negation_check:
                 nlp = appliance.registry.load("spacy-vectors")
                 verifiers.append(NegationCheckedVerifier(appliance.verifier, nlp))
+            if args.compare_with is not None:
+                installed = appliance.verifier
+                verifiers.append(
+                    NliVerifier(
+                        load_cross_encoder(args.compare_with),
+                        f"{args.compare_with.name} (from {args.compare_with})",
+                        installed.threshold,  # type: ignore[attr-defined]
+                    )
+                )
         scifact = scifact_pairs()
         own_words = self_entailment_sentences()
         chosen = balance(read_nli(args.nli), args.per_label, random.Random(args.seed))
