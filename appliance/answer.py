@@ -7,7 +7,6 @@ If the record cannot be written, the asker gets an error, never an unaudited ans
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from dataclasses import asdict, dataclass
 
@@ -29,10 +28,18 @@ from appliance.nlp.embedder import Embedder
 from appliance.query import NotRecorded, QueryPipeline
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 from appliance.understand import QuestionReader, UnderstoodQuestion, qualifiers_of
-from appliance.understand.narrative import CONTENT_WORD
-from appliance.understand.spelling import english_frequency
+from appliance.verify.answerability import (
+    NOT_IN_FORCE_MARGIN,
+    dose_refusal,
+    in_force,
+    iso_day,
+    listed,
+    lost_to_scope,
+    not_in_force_reason,
+    unanswered_parts,
+)
 from appliance.verify.base import Entailment, EntailmentVerifier
-from appliance.verify.coverage import QuestionCoverage, question_coverage, words_for
+from appliance.verify.coverage import question_coverage, words_for
 from appliance.verify.scope import ScopeChecker, describe_scope
 from appliance.verify.spans import LocatedQuote, locate, normalise
 from audit.log import AuditLog
@@ -41,17 +48,6 @@ NOT_ANSWERED = "The hospital documents available to you do not answer this quest
 NOT_RELEVANT = "no passage of the documents available to you is about this question"
 NOTHING_VERIFIED = "no sentence of the documents found could be verified to say this"
 NOT_AN_ANSWER = "what the documents found say does not answer this question"
-NOT_IN_FORCE_MARGIN = 0.1
-"""How much closer (cosine) a passage of a document not in force must be than anything in
-force for the refusal to name that document's dates."""
-_ASKS_DOSE = re.compile(
-    r"\b(?:what|which|usual|maximum|max|starting|loading|treatment|maintenance|adult|"
-    r"paediatric|right|correct)\s+(?:\w+\s+)?dose\b|\bdose (?:of|for)\b|\bdosing\b",
-    re.IGNORECASE,
-)
-_DOSE = re.compile(
-    r"\d[\d.,]*\s*(?:mg|g|micrograms?|mcg|units?|mL|mmol|nanograms?)(?:/kg)?\b", re.I
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +198,9 @@ class AnswerPipeline:
             record["not_in_force"] = {
                 "chunk_id": elsewhere.chunk_id, "doc_id": elsewhere.doc_id,
                 "effective_from": elsewhere.metadata.effective_from.isoformat(),
-                "effective_to": _day(elsewhere.metadata.effective_to),
+                "effective_to": iso_day(elsewhere.metadata.effective_to),
             }  # fmt: skip
-            return finish((), _not_in_force_reason(elsewhere, in_force_day(search_filter)))
+            return finish((), not_in_force_reason(elsewhere, in_force_day(search_filter)))
         if not relevant:
             return finish((), NOT_RELEVANT)
         applicable, out_of_scope = self._applicable(understood, candidates)
@@ -228,21 +224,21 @@ class AnswerPipeline:
         }
         if coverage.unknown_identifiers:
             unknown = list(coverage.unknown_identifiers)
-            return finish((), f"the documents available to you do not mention {_listed(unknown)}")
-        # What the question is about (a name it asks about, or one of its two heaviest
-        # words) that only passages outside its scope contain: those passages were the
-        # ones about it ("paracetamol" only in a children's chart), and what is left
-        # answers something else.
-        lost = self._lost_to_scope(understood, coverage, result.candidates, out_of_scope)
+            return finish((), f"the documents available to you do not mention {listed(unknown)}")
+        # What the question is about, held only by passages outside its scope.
+        removed = [
+            _passage_text(c.chunk) for c in result.candidates if c.chunk.chunk_id in out_of_scope
+        ]
+        lost = lost_to_scope(understood.focus, coverage, removed, self._lexical)
         if lost:
             reasons = "; ".join(dict.fromkeys(out_of_scope.values()))
             return finish(
-                (), f"the documents found do not cover {_listed(lost)} for this patient "
+                (), f"the documents found do not cover {listed(lost)} for this patient "
                 f"({reasons})",
             )  # fmt: skip
         if coverage.coverage < self.min_question_coverage:
             absent = words_for(understood.topic, coverage.missing, self._lexical)[:4]
-            return finish((), f"the documents found do not cover {_listed(absent)}")
+            return finish((), f"the documents found do not cover {listed(absent)}")
 
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(candidates, start=1)]
         try:
@@ -286,18 +282,19 @@ class AnswerPipeline:
         claim_vectors = self._embedder.embed(claim_texts)
         if float(np.max(claim_vectors @ question_vectors.T)) < self.relevance_floor:
             return finish((), NOT_AN_ANSWER)
-        if _ASKS_DOSE.search(understood.asking or understood.focus):
-            # A dose is an answer only for the drug asked about ("linezolid" asked, the
-            # beta-lactam rows found): a dose claim must name it, in itself or its table.
-            names = [n.lower() for n in coverage.names]
-            doses = [t for s, t in zip(claims, claim_texts, strict=True) if _DOSE.search(s.text)]
-            naming = [t for t in doses if not names or any(n in t.lower() for n in names)]
-            if not naming:
-                what = f" of {_listed(coverage.names)}" if coverage.names else ""
-                return finish((), f"the documents found give no dose{what} for this")
-        unanswered = self._unanswered_parts(
-            understood, [(s, in_context[s.citations[0].chunk_id]) for s in claims]
+        no_dose = dose_refusal(
+            understood.asking or understood.focus,
+            [(s.text, t) for s, t in zip(claims, claim_texts, strict=True)],
+            coverage.names,
         )
+        if no_dose:
+            return finish((), no_dose)
+        unanswered = unanswered_parts(
+            understood.parts,
+            # each claim as a reader meets it: under its document's title and headings
+            [_under_title(s.text, in_context[s.citations[0].chunk_id]) for s in claims],
+            self._embedder, self._lexical, self.relevance_floor,
+        )  # fmt: skip
         final = tuple(
             (s, tuple(_cited_span(in_context[c.chunk_id], located[c]) for c in s.citations))
             for s in recheck.sentences
@@ -327,7 +324,7 @@ class AnswerPipeline:
         best: tuple[float, Chunk] | None = None
         for candidate in undated:
             chunk = candidate.chunk
-            if chunk.chunk_id not in stored or _in_force(chunk, in_force_day(search_filter)):
+            if chunk.chunk_id not in stored or in_force(chunk, in_force_day(search_filter)):
                 continue
             score = float(np.max(question_vectors @ stored[chunk.chunk_id]))
             if best is None or score > best[0]:
@@ -335,26 +332,6 @@ class AnswerPipeline:
         if best is None or best[0] < self.relevance_floor:
             return None
         return best[1] if best[0] - best_in_force >= NOT_IN_FORCE_MARGIN else None
-
-    def _lost_to_scope(
-        self,
-        understood: UnderstoodQuestion,
-        coverage: QuestionCoverage,
-        candidates: list[Candidate],
-        out_of_scope: dict[str, str],
-    ) -> list[str]:
-        """The question's words that only the passages removed for their scope contain."""
-        removed = [_passage_text(c.chunk) for c in candidates if c.chunk.chunk_id in out_of_scope]
-        if not removed:
-            return []
-        removed_terms = {t for text in removed for t in self._lexical.content_terms(text)}
-        heaviest = sorted(coverage.weights, key=lambda t: -coverage.weights[t])[:2]
-        lost = [t for t in coverage.missing if t in heaviest and t in removed_terms]
-        names = [
-            n for n in coverage.missing_names
-            if set(self._lexical.content_terms(n)) <= removed_terms
-        ]  # fmt: skip
-        return list(dict.fromkeys([*names, *words_for(understood.focus, lost, self._lexical)]))
 
     def _reading_vectors(
         self, understood: UnderstoodQuestion, searched: np.ndarray | None
@@ -399,30 +376,6 @@ class AnswerPipeline:
         if why is not None:
             check.update(verdict="out of scope", scope=why)
         return why is None
-
-    def _unanswered_parts(
-        self, understood: UnderstoodQuestion, claims: list[tuple[AnswerSentence, Chunk]]
-    ) -> tuple[str, ...]:
-        """The parts of a several-part question that no kept sentence speaks to: the
-        part's telling words (not everyday ones) are mostly missing from them, and none of
-        them is as close to it as the relevance floor."""
-        if len(understood.parts) < 2:
-            return ()
-        # Each claim as a reader meets it: under its document's title and its headings.
-        texts = [_under_title(s.text, chunk) for s, chunk in claims]
-        said = {t for text in texts for t in self._lexical.content_terms(text)}
-        zipf = english_frequency()
-        vectors = self._embedder.embed([*understood.parts, *texts])
-        parts = len(understood.parts)
-        closeness = np.max(vectors[:parts] @ vectors[parts:].T, axis=1)
-        missing = []
-        for part, close in zip(understood.parts, closeness, strict=True):
-            telling = " ".join(w for w in part.split() if zipf(w.lower()) < CONTENT_WORD)
-            terms = self._lexical.content_terms(telling)
-            found = sum(t in said for t in terms) / len(terms) if terms else 1.0
-            if found < 0.34 and float(close) < self.relevance_floor:
-                missing.append(part)
-        return tuple(missing) if len(missing) < len(understood.parts) else ()
 
     def _relevance(
         self, question_vectors: np.ndarray, candidates: list[Candidate]
@@ -535,37 +488,3 @@ def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:
         meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
         located.text,
     )  # fmt: skip
-
-
-def _listed(words: list[str]) -> str:
-    """ "a", "a or b", "a, b or c": what a refusal says the documents lack."""
-    if not words:
-        return "what this question asks about"
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
-
-
-def _day(day: dt.date | None) -> str | None:
-    return None if day is None or day == dt.date.max else day.isoformat()
-
-
-def _in_force(chunk: Chunk, day: dt.date | None) -> bool:
-    meta = chunk.metadata
-    return day is None or (
-        meta.effective_from <= day and (meta.effective_to is None or day < meta.effective_to)
-    )
-
-
-def _not_in_force_reason(chunk: Chunk, day: dt.date | None) -> str:
-    meta = chunk.metadata
-    when = f"on {day.isoformat()}" if day else "on the day asked"
-    if day is not None and meta.effective_from > day:
-        return (
-            f"the document that covers this, {meta.title} (version {meta.version}), comes "
-            f"into force on {meta.effective_from.isoformat()}: it is not in force {when}"
-        )
-    ended = _day(meta.effective_to)
-    replaced = f", replaced by {meta.superseded_by}" if meta.superseded_by else ""
-    return (
-        f"the document that covers this, {meta.title} (version {meta.version}), was in force "
-        f"until {ended or 'an earlier day'}{replaced}: it is not in force {when}"
-    )
