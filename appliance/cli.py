@@ -298,6 +298,8 @@ def ask(
                 f"  closest: {escape(source.title)} - {escape(where)} [dim]{source.chunk_id}[/dim]"
             )
     else:
+        if answer.scope:
+            console.print(f"[bold]{answer.scope}:[/bold]")
         if answer.decision is not None:
             console.print(
                 f"[bold]In short: {answer.decision}[/bold] "
@@ -308,6 +310,11 @@ def ask(
             console.print(f"{escape(sentence.text)} [bold cyan]{escape(marks)}[/bold cyan]")
             for n, span in enumerate(spans, start=1):
                 console.print(f"  [{n}] {_describe_span(span)}", highlight=False)
+        if answer.unanswered_parts:
+            parts = "; ".join(answer.unanswered_parts)
+            console.print(f"[yellow]The documents found do not answer: {escape(parts)}[/yellow]")
+    if answer.read_as:
+        console.print(f"[dim]read as: {escape(answer.read_as)}[/dim]", highlight=False)
     console.print(
         f"[dim]generator {answer.generator}, verifier {answer.verifier}; "
         f"audit entry {answer.audit_entry}[/dim]"

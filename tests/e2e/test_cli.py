@@ -204,3 +204,16 @@ def test_eval_reports_progress_and_writes_its_report(
     assert sorted(p.name for p in report.iterdir()) == ["golden.json", "golden.md", "golden.png"]
     figures = json.loads((report / "golden.json").read_text())["figures"]
     assert figures["correct_refusal_rate"] == 1.0 and figures["false_refusal_rate"] == 0.0
+
+
+def test_ask_prints_whom_the_answer_covers_and_how_the_question_was_read(
+    corpus_copy: Path, data_dir: Path
+) -> None:
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    result = runner.invoke(
+        app, ["ask", "usual dose of meropenem for a pt on the ward", "--user", "dr-okafor"]
+    )
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "For adults:" in text and "Meropenem" in text
+    assert "read as: usual dose of meropenem for a patient on the ward" in text
