@@ -26,7 +26,62 @@ class AuditTrail:
     # -- access events (the EventSink of appliance.access) ----------------------------
 
     def emit(self, event: AccessEvent) -> None:
-        self._log.append(event.kind, event.actor, [], {"at": event.at, **event.details})
+        self._log.append(
+            event.kind, event.actor, list(event.roles), {"at": event.at, **event.details},
+            event.request_id,
+        )  # fmt: skip
+
+    # -- people: signing in and out, opening documents, reviewing the log ---------------
+
+    def signed_in(self, user: str, roles: Sequence[str], method: str, request_id: str) -> Receipt:
+        return self._log.append("sign_in", user, list(roles), {"method": method}, request_id)
+
+    def sign_in_failed(self, attempted_user: str, method: str, request_id: str) -> Receipt:
+        """Who tried is not known: the name typed is kept (cut short: it may be a
+        password typed in the wrong box), the actor is nobody."""
+        return self._log.append(
+            "sign_in_failed", "anonymous", [],
+            {"method": method, "attempted_user": attempted_user[:64]}, request_id,
+        )  # fmt: skip
+
+    def signed_out(self, user: str, roles: Sequence[str], method: str, request_id: str) -> Receipt:
+        return self._log.append("sign_out", user, list(roles), {"method": method}, request_id)
+
+    def document_viewed(
+        self,
+        user: str,
+        roles: Sequence[str],
+        metadata: DocumentMetadata,
+        why: str,
+        request_id: str,
+        *,
+        grant_id: int | None = None,
+        cited_in: str | None = None,
+    ) -> Receipt:
+        """A person opened a document: ``why`` is ``citation`` (from an answer, with the
+        answer's request id), ``direct`` or ``break-the-glass`` (readable only through an
+        emergency grant)."""
+        details: dict[str, object] = {
+            "doc_id": metadata.doc_id,
+            "version": metadata.version,
+            "why": why,
+            "sensitivity": metadata.sensitivity,
+        }
+        if metadata.patient_id:
+            details["patient_id"] = metadata.patient_id
+        if grant_id is not None:
+            details["break_glass_grant"] = grant_id
+        if cited_in:
+            details["cited_in"] = cited_in
+        return self._log.append("document_view", user, list(roles), details, request_id)
+
+    def audit_reviewed(
+        self, user: str, roles: Sequence[str], action: str, details: dict[str, object],
+        request_id: str,
+    ) -> Receipt:  # fmt: skip
+        return self._log.append(
+            "audit_review", user, list(roles), {"action": action, **details}, request_id
+        )
 
     # -- questions ----------------------------------------------------------------------
 

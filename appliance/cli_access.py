@@ -155,7 +155,8 @@ def policy_test(
 @break_glass_app.command("start")
 def break_glass_start(
     user: Annotated[str, typer.Argument(help="The clinician asking for emergency access.")],
-    reason: Annotated[str, typer.Option(help="What emergency, which patient.")],
+    reason: Annotated[str, typer.Option(help="What emergency, why these records.")],
+    patient: Annotated[str, typer.Option(help="The patient whose records are needed.")],
     minutes: Annotated[int, typer.Option(min=1, max=720)] = 60,
 ) -> None:
     """Open time-limited emergency access; the grant and every use are audited."""
@@ -163,13 +164,14 @@ def break_glass_start(
         subject = known_subject(appliance, user)
         try:
             grant = appliance.guard.request_break_glass(
-                subject, reason, dt.timedelta(minutes=minutes)
+                subject, reason, dt.timedelta(minutes=minutes), patient
             )
         except (AccessDenied, BreakGlassError) as error:
             raise fail(str(error)) from None
     console.print(
         f"[bold red]BREAK-THE-GLASS ACTIVE[/bold red] for {escape(user)} until "
-        f"{grant.expires_at:%Y-%m-%d %H:%M} UTC; every document it opens is flagged and audited."
+        f"{grant.expires_at:%Y-%m-%d %H:%M} UTC, records of patient {escape(patient)}; every "
+        "document it opens is flagged and audited."
     )
 
 

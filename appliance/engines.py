@@ -45,11 +45,19 @@ from appliance.verify.nli import NliVerifier
 from appliance.verify.scope import ScopeChecker
 from audit.log import AuditLog
 
+PRIVATE_UMASK = 0o077
+
 
 class Appliance:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        # Everything the appliance writes (catalog with restricted text, audit entries,
+        # the break-the-glass ledger, uploads) is its own account's alone, whatever umask
+        # the process was started with.
+        os.umask(PRIVATE_UMASK)
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if settings.data_dir.stat().st_uid == os.getuid():
+            settings.data_dir.chmod(0o700)
 
     def __enter__(self) -> Appliance:
         return self

@@ -93,6 +93,7 @@ class QueryPipeline:
         searched = search_text if search_text and search_text != question else None
         result = self.search(searched or question, subject, top_k, search_filter, mode, rerank)
         result.searched_as = searched
+        self._guard.report_break_glass_use(result.scope, result.candidates, request_id)
         if self._recorder is not None:
             try:
                 self._recorder.question(question, result, search_filter, mode, request_id)
@@ -138,6 +139,4 @@ class QueryPipeline:
             candidates = cross_encoder.rerank(question, candidates)
         if cage is not None and vector is not None:
             candidates = cage.rerank(vector, candidates)
-        shown = candidates[:top_k]
-        self._guard.report_break_glass_use(scope, shown)
-        return SearchResult(shown, scope, applied, screened_out, vector)
+        return SearchResult(candidates[:top_k], scope, applied, screened_out, vector)

@@ -106,7 +106,15 @@ class ServiceSettings(BaseModel):
     """Any request body but an upload."""
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0)
     login_per_minute: int = Field(10, gt=0)
+    """Failed sign-ins a minute, per address and per account."""
     ask_per_minute: int = Field(120, gt=0)
+    trusted_proxies: list[str] = []
+    """Addresses of reverse proxies whose X-Forwarded-For is believed. Empty: the peer's
+    own address counts (a client cannot choose its address by a header)."""
+    operations_addresses: list[str] = ["127.0.0.1", "::1"]
+    """Who may read /metrics and /ready (the scraper's and the load balancer's address)."""
+    operations_token_file: Path | None = None
+    """A file holding a bearer token that also opens /metrics and /ready."""
 
 
 class AuditSettings(BaseModel):

@@ -21,6 +21,10 @@ EVENT_TYPES = {
     "break_glass_ended": ("grant_id",),
     "access_mismatch": ("chunk_id",),
     "audit_review": ("action",),
+    "sign_in": ("method",),
+    "sign_in_failed": ("method", "attempted_user"),
+    "sign_out": ("method",),
+    "document_view": ("doc_id", "version", "why"),
 }
 """Every event type and the detail keys it must carry."""
 

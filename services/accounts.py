@@ -4,6 +4,7 @@ team) stays in the subjects directory; this file only proves they are who they s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -27,15 +28,30 @@ class LocalAccounts:
         # Verifying against this when the user is unknown takes as long as a real check,
         # so response times do not tell which user names exist.
         self._decoy = self._hasher.hash(secrets.token_urlsafe(16))
+        self._cached: tuple[tuple[int, int, int], dict[str, str]] | None = None
 
     def _read(self) -> dict[str, str]:
-        if not self.path.exists():
+        """The hashes, read again whenever the file changed (another process may edit it)."""
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
             return {}
+        version = (info.st_ino, info.st_mtime_ns, info.st_size)  # replaced, not rewritten
+        if self._cached is not None and self._cached[0] == version:
+            return dict(self._cached[1])
         try:
             data = json.loads(self.path.read_text("utf-8"))
-            return {str(k): str(v) for k, v in data["password_hashes"].items()}
+            hashes = {str(k): str(v) for k, v in data["password_hashes"].items()}
         except (ValueError, KeyError, AttributeError) as error:
             raise AccountError(f"{self.path} is not a valid account file: {error}") from error
+        self._cached = (version, hashes)
+        return dict(hashes)
+
+    def stamp(self, user_id: str) -> str | None:
+        """A fingerprint of the user's current credential: it changes with the password,
+        and is None once the account is removed (sessions opened with it then end)."""
+        stored = self._read().get(user_id)
+        return None if stored is None else hashlib.sha256(stored.encode()).hexdigest()
 
     def _write(self, hashes: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from litestar import Litestar, Request, Response, Router
-from litestar.config.csrf import CSRFConfig
 from litestar.exceptions import HTTPException
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, get_remote_address
-from litestar.middleware.session.server_side import ServerSideSessionConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
@@ -29,21 +27,23 @@ from litestar.stores.memory import MemoryStore
 from appliance.engines import Appliance
 from appliance.settings import Settings
 from services.api import API_HANDLERS, ask, upload
-from services.auth import SESSION_USER
+from services.auth import session_of
 from services.pages import PAGE_HANDLERS, STATIC, login
 from services.security import (
-    SESSION_COOKIE,
-    CSRFUnlessBearerMiddleware,
     HardeningMiddleware,
+    JsonDepthMiddleware,
+    OperationsOnlyMiddleware,
     RequestIdFilter,
 )
+from services.sessions import PreLoginToken, SessionMiddleware
 from services.state import ServiceState
 
 log = logging.getLogger("services")
 
 
 def _secret(path: Path) -> str:
-    """A per-installation secret (CSRF tokens), created once, readable by the owner only."""
+    """A per-installation secret (pre-sign-in CSRF tokens), created once, readable by the
+    owner only."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o600)
@@ -54,8 +54,9 @@ def _secret(path: Path) -> str:
 def _asker(request: Request) -> str:
     """Questions are limited per person, not per address: a ward's workstations often
     reach the appliance through one proxy."""
-    if request.scope.get("session") and request.session.get(SESSION_USER):
-        return f"user:{request.session[SESSION_USER]}"
+    session = session_of(request)
+    if session is not None:
+        return f"user:{session.user_id}"
     authorization = request.headers.get("authorization", "")
     if authorization:
         return "token:" + hashlib.sha256(authorization.encode()).hexdigest()[:32]
@@ -73,6 +74,17 @@ def _log_errors(request: Request, error: Exception) -> Response[dict[str, object
     return Response({"status_code": 500, "detail": "internal error"}, status_code=500)
 
 
+def uvicorn_options(settings: Settings) -> dict[str, object]:
+    """How uvicorn must run the app: forwarded addresses believed only from the proxies
+    the site configured (uvicorn's own default trusts loopback)."""
+    proxies = settings.services.trusted_proxies
+    return {
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": ",".join(proxies) if proxies else "",
+        "server_header": False,
+    }
+
+
 def create_app(settings: Settings | None = None, appliance: Appliance | None = None) -> Litestar:
     """The application. ``appliance``: engines already open (they stay open when the
     application stops); otherwise the application opens its own and closes them."""
@@ -80,7 +92,7 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
     owned = appliance is None
     appliance = appliance or Appliance(settings)
     service_settings = settings.services
-    state = ServiceState(appliance)
+    state = ServiceState(appliance, service_settings)
     logging.getLogger().addFilter(RequestIdFilter())
 
     @asynccontextmanager
@@ -91,18 +103,12 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
             if owned:
                 appliance.close()
 
-    sessions = ServerSideSessionConfig(
-        key=SESSION_COOKIE,
-        max_age=int(service_settings.session_hours * 3600),
-        secure=service_settings.secure_cookies,
-        httponly=True,
-        samesite="strict",
+    operations_token = (
+        service_settings.operations_token_file.read_text("utf-8").strip()
+        if service_settings.operations_token_file
+        else None
     )
-    csrf = CSRFConfig(
-        secret=_secret(settings.data_dir / "services" / "csrf-secret"),
-        cookie_secure=service_settings.secure_cookies,
-        cookie_samesite="strict",
-    )
+    pre_login = PreLoginToken(_secret(settings.data_dir / "services" / "csrf-secret"))
     login_limit = RateLimitConfig(
         rate_limit=("minute", service_settings.login_per_minute), store="login-rate"
     )
@@ -127,11 +133,22 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
         ],
         middleware=[
             DefineMiddleware(HardeningMiddleware, secure=service_settings.secure_cookies),
+            DefineMiddleware(
+                OperationsOnlyMiddleware,
+                addresses=tuple(service_settings.operations_addresses),
+                token=operations_token,
+            ),
+            DefineMiddleware(JsonDepthMiddleware, max_bytes=service_settings.max_request_bytes),
             PrometheusConfig(app_name="clinical_appliance", group_path=True).middleware,
-            sessions.middleware,
-            DefineMiddleware(CSRFUnlessBearerMiddleware, config=csrf),
+            DefineMiddleware(
+                SessionMiddleware,
+                sessions=state.sessions,
+                stamp=state.accounts.stamp,
+                pre_login=pre_login,
+                cookies=state.cookies,
+            ),
         ],
-        stores={"sessions": MemoryStore(), "login-rate": MemoryStore(), "ask-rate": MemoryStore()},
+        stores={"login-rate": MemoryStore(), "ask-rate": MemoryStore()},
         request_max_body_size=service_settings.max_request_bytes,
         # The schema as JSON only: the HTML viewers load scripts from CDNs.
         openapi_config=OpenAPIConfig(

@@ -11,9 +11,8 @@ from appliance.access.guard import AccessDenied
 from appliance.access.rules import Subject
 from appliance.access.subjects import UnknownSubject
 from services.identity import InvalidToken
+from services.sessions import Session
 from services.state import ServiceState
-
-SESSION_USER = "user_id"
 
 
 def subject_of(request: Request, state: ServiceState) -> Subject | None:
@@ -27,13 +26,20 @@ def subject_of(request: Request, state: ServiceState) -> Subject | None:
         except InvalidToken:
             return None
     else:
-        user_id = request.session.get(SESSION_USER) if request.scope.get("session") else None
+        session = session_of(request)
+        user_id = None if session is None else session.user_id
     if not user_id:
         return None
     try:
         return state.appliance.subjects.get(str(user_id))
     except UnknownSubject:
         return None
+
+
+def session_of(request: Request) -> Session | None:
+    """The sign-in session the session middleware found for this request, if any."""
+    found = request.scope.get("state", {}).get("session")
+    return found if isinstance(found, Session) else None
 
 
 def require_subject(request: Request, state: ServiceState) -> Subject:

@@ -12,7 +12,7 @@ from appliance.cli import demo as appliance_demo
 from appliance.cli_common import console, errors, fail, open_appliance
 from appliance.settings import Settings
 from services.accounts import AccountError, LocalAccounts
-from services.app import create_app
+from services.app import create_app, uvicorn_options
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 accounts_app = typer.Typer(no_args_is_help=True, help="Local accounts (Argon2id hashes).")
@@ -35,6 +35,7 @@ def serve(
         host=host or settings.services.host,
         port=port or settings.services.port,
         log_level="info",
+        **uvicorn_options(settings),  # type: ignore[arg-type]
     )
 
 
@@ -96,7 +97,10 @@ def demo(
     if settings.services.secure_cookies:
         errors.print("cookies are marked Secure; browsers accept that on http://127.0.0.1")
     console.print(f"\nserving on http://127.0.0.1:{port} (Ctrl-C stops)")
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(
+        create_app(settings), host="127.0.0.1", port=port, log_level="warning",
+        **uvicorn_options(settings),  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 def main() -> None:

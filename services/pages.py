@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from litestar import MediaType, Request, Response, get, post
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, TooManyRequestsException
 from litestar.params import JSONBody
 from litestar.response import Redirect
 
-from services.auth import SESSION_USER, require_action, subject_of
+from services.auth import require_action, session_of, subject_of
+from services.security import ERROR_RESPONSES, request_id_of
 from services.state import ServiceState
 
 STATIC = Path(__file__).parent / "static"
@@ -32,27 +33,57 @@ class Credentials:
     password: str
 
 
-@post("/api/login", sync_to_thread=True, status_code=200, summary="Sign in (local account)")
-def login(request: Request, data: JSONBody[Credentials]) -> dict[str, Any]:
+@post(
+    "/api/login",
+    sync_to_thread=True,
+    status_code=200,
+    summary="Sign in (local account)",
+    responses=ERROR_RESPONSES,
+)
+def login(request: Request, data: JSONBody[Credentials]) -> Response[dict[str, Any]]:
+    """A fresh session under a new id, whatever session id the client sent; the old
+    session, if any, ends."""
     state = _state(request)
+    trail = state.appliance.audit_trail
+    request_id = request_id_of(request.scope)
+    if state.sign_in_throttle.blocked(data.user_id):
+        trail.sign_in_failed(data.user_id, "password (throttled)", request_id)
+        raise TooManyRequestsException("too many failed sign-ins for this account; wait a minute")
     # One message for an unknown user, a wrong password and a user without a subject.
-    if not state.accounts.verify(data.user_id, data.password):
+    subject = state.appliance.subjects.subjects().get(data.user_id)
+    if not state.accounts.verify(data.user_id, data.password) or subject is None:
+        state.sign_in_throttle.failed(data.user_id)
+        trail.sign_in_failed(data.user_id, "password", request_id)
         raise NotAuthorizedException("user name or password is wrong")
-    if subject_of_user(state, data.user_id) is None:
+    stamp = state.accounts.stamp(data.user_id)
+    if stamp is None:  # removed between the check and now
         raise NotAuthorizedException("user name or password is wrong")
-    request.clear_session()
-    request.set_session({SESSION_USER: data.user_id})
-    return {"user_id": data.user_id}
+    previous = session_of(request)
+    if previous is not None:
+        state.sessions.end(previous.session_id)
+    session = state.sessions.start(data.user_id, stamp)
+    trail.signed_in(data.user_id, subject.roles, "password", request_id)
+    return Response({"user_id": data.user_id}, cookies=state.cookies.signed_in(session))
 
 
-def subject_of_user(state: ServiceState, user_id: str) -> object | None:
-    return state.appliance.subjects.subjects().get(user_id)
-
-
-@post("/api/logout", sync_to_thread=False, status_code=200)
-def logout(request: Request) -> dict[str, bool]:
-    request.clear_session()
-    return {"signed_out": True}
+@post(
+    "/api/logout",
+    sync_to_thread=True,
+    status_code=200,
+    summary="Sign out",
+    responses=ERROR_RESPONSES,
+)
+def logout(request: Request) -> Response[dict[str, bool]]:
+    state = _state(request)
+    session = session_of(request)
+    if session is not None:
+        state.sessions.end(session.session_id)
+        subject = state.appliance.subjects.subjects().get(session.user_id)
+        state.appliance.audit_trail.signed_out(
+            session.user_id, subject.roles if subject else (), "password",
+            request_id_of(request.scope),
+        )  # fmt: skip
+    return Response({"signed_out": True}, cookies=state.cookies.signed_out())
 
 
 @get("/", sync_to_thread=False, include_in_schema=False)

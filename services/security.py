@@ -4,25 +4,26 @@
   goes into the logs, the response and the audit record of the question it carries.
 - Every response carries a strict Content-Security-Policy (only this origin's scripts
   and styles, no inline script, no framing) and the usual hardening headers.
-- CSRF: Litestar's double-submit check, except for requests that carry a bearer token:
-  those authenticate by the token alone (a session cookie beside it is ignored), and a
-  forged cross-site request cannot add an Authorization header.
+
+Sessions and CSRF are ``sessions.py``'s.
 """
 
 from __future__ import annotations
 
 import contextvars
+import hmac
+import json
 import logging
 import re
 import uuid
+from dataclasses import dataclass
 
 from litestar.datastructures import MutableScopeHeaders
-from litestar.middleware.csrf import CSRFMiddleware
+from litestar.openapi import ResponseSpec
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUEST_ID_HEADER = "x-request-id"
-SESSION_COOKIE = "session"
-_WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -68,7 +69,7 @@ class HardeningMiddleware:
             await self.app(scope, receive, send)
             return
         offered = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
-        request_id = offered if _WELL_FORMED_ID.match(offered) else str(uuid.uuid4())
+        request_id = offered if WELL_FORMED_ID.match(offered) else str(uuid.uuid4())
         scope.setdefault("state", {})["request_id"] = request_id
         token = current_request_id.set(request_id)
 
@@ -90,11 +91,115 @@ class HardeningMiddleware:
             current_request_id.reset(token)
 
 
-class CSRFUnlessBearerMiddleware(CSRFMiddleware):
+MAX_JSON_DEPTH = 32
+
+
+def json_depth(body: bytes) -> int:
+    """How deep brackets nest in a JSON text, strings skipped: checked before any parser
+    recurses into it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+async def refuse(send: Send, status: int, detail: str) -> None:
+    """A JSON error answered by middleware, before any handler runs."""
+    body = json.dumps({"status_code": status, "detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class JsonDepthMiddleware:
+    """Refuses JSON bodies nested deeper than any request of the API needs (a 10,000-deep
+    array is a way to exhaust the parser's stack, not a question)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            authorization = dict(scope["headers"]).get(b"authorization", b"")
-            if authorization.lower().startswith(b"bearer "):
-                await self.app(scope, receive, send)
+        content_type = dict(scope.get("headers", [])).get(b"content-type", b"")
+        if scope["type"] != "http" or b"json" not in content_type.lower():
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        body = b""
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes or not message.get("more_body", False):
+                break  # the size limit itself is the framework's to answer
+        if json_depth(body) > MAX_JSON_DEPTH:
+            await refuse(send, 400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            return
+        replay = iter(messages)
+
+        async def receive_again() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, receive_again, send)
+
+
+class OperationsOnlyMiddleware:
+    """``/metrics`` and ``/ready`` tell route counts, memory and store sizes: only the
+    configured scrape addresses, or a request with the operations token, see them;
+    anyone else gets the answer for a page that does not exist."""
+
+    PATHS = ("/metrics", "/ready")
+
+    def __init__(self, app: ASGIApp, addresses: tuple[str, ...], token: str | None) -> None:
+        self.app = app
+        self.addresses = addresses
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/") in self.PATHS:
+            client = (scope.get("client") or ("", 0))[0]
+            offered = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            by_token = self.token is not None and hmac.compare_digest(
+                offered.encode(), f"Bearer {self.token}".encode()
+            )
+            if client not in self.addresses and not by_token:
+                await refuse(send, 404, "Not Found")
                 return
-        await super().__call__(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+@dataclass
+class ErrorBody:
+    status_code: int
+    detail: str
+
+
+ERROR_RESPONSES = {
+    status: ResponseSpec(ErrorBody, description=description, generate_examples=False)
+    for status, description in {
+        400: "The request is malformed or asks for something that cannot be done (see detail)",
+        401: "Not signed in, or the token is not valid",
+        403: "The CSRF token is missing or wrong",
+        404: "No such thing, or nothing the asker may see",
+        413: "The body is over the size limit",
+        429: "Too many requests; wait a minute",
+        500: "An internal error (logged with the request id; nothing internal is shown)",
+    }.items()
+}
+"""Every endpoint may answer these; the schema says so, so clients and fuzzers know."""

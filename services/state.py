@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.engines import Appliance
+from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.identity import TokenValidator
+from services.sessions import SessionCookies, SessionStore, SignInThrottle
 
 
 @dataclass(slots=True)
@@ -36,10 +38,14 @@ class Verification:
 
 
 class ServiceState:
-    def __init__(self, appliance: Appliance) -> None:
+    def __init__(self, appliance: Appliance, settings: ServiceSettings | None = None) -> None:
         self.appliance = appliance
-        settings = appliance.settings.services
+        settings = settings or appliance.settings.services
         self.accounts = LocalAccounts(appliance.settings.access_dir / "accounts.json")
+        lifetime = int(settings.session_hours * 3600)
+        self.sessions = SessionStore(lifetime)
+        self.cookies = SessionCookies(settings.secure_cookies, lifetime)
+        self.sign_in_throttle = SignInThrottle(settings.login_per_minute)
         self.tokens = (
             TokenValidator(settings.jwks_file, settings.jwt_issuer, settings.jwt_audience)
             if settings.jwks_file

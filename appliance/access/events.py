@@ -26,10 +26,21 @@ class AccessEvent:
     actor: str
     at: str
     details: dict[str, object] = field(default_factory=dict)
+    roles: tuple[str, ...] = ()
+    request_id: str | None = None
+    """The HTTP request that caused it, so the event joins that request's records."""
 
     @classmethod
-    def now(cls, kind: EventKind, actor: str, details: dict[str, object]) -> AccessEvent:
-        return cls(kind, actor, dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"), details)
+    def now(
+        cls,
+        kind: EventKind,
+        actor: str,
+        details: dict[str, object],
+        roles: tuple[str, ...] = (),
+        request_id: str | None = None,
+    ) -> AccessEvent:
+        at = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+        return cls(kind, actor, at, details, roles, request_id)
 
 
 class EventSink(Protocol):

@@ -33,9 +33,8 @@ def compile_access_filter(policy: PolicySnapshot, subject: Subject, action: str)
     denied = [_row_clause(r, subject) for r in rows if r.fields[4] == "deny"]
     if denied:
         clauses.append(NoneOf(tuple(denied)))
-    if not subject.break_glass:
-        patients = (NO_PATIENT, *sorted(set(subject.care_team)))
-        clauses.append(AnyOf("patient_id", patients))
+    patients = (NO_PATIENT, *sorted(set(subject.care_team)))
+    clauses.append(AnyOf("patient_id", patients))
     return AllOf(tuple(clauses))
 
 

@@ -69,6 +69,8 @@ class AccessScope:
     search_filter: SearchFilter
     policy: PolicySnapshot
     grant: BreakGlassGrant | None
+    own_care_team: tuple[str, ...] = ()
+    """The care team without the patient an emergency grant added."""
     _decisions: dict[Resource, bool] = field(default_factory=dict, repr=False)
 
     @property
@@ -120,11 +122,17 @@ class AccessGuard:
         if action not in CHUNK_ACTIONS:
             raise ValueError(f"{action!r} is not a chunk action; use one of {CHUNK_ACTIONS}")
         grant = self._ledger.active(subject.user_id)
-        subject = replace(subject, break_glass=grant is not None)
+        own_care_team = subject.care_team
+        if grant is not None:  # the patient named in the grant joins the care team
+            care_team = tuple(dict.fromkeys((*subject.care_team, grant.patient_id)))
+            subject = replace(subject, break_glass=True, care_team=care_team)
+        else:
+            subject = replace(subject, break_glass=False)
         policy = self._policy.current()
         return AccessScope(
-            subject, action, compile_access_filter(policy, subject, action), policy, grant
-        )
+            subject, action, compile_access_filter(policy, subject, action), policy, grant,
+            own_care_team,
+        )  # fmt: skip
 
     def screen(self, scope: AccessScope, candidates: Sequence[Candidate]) -> list[Candidate]:
         """Every candidate checked again with the enforcer; break-the-glass uses flagged."""
@@ -151,7 +159,9 @@ class AccessGuard:
             allowed.append(candidate)
         return allowed
 
-    def report_break_glass_use(self, scope: AccessScope, shown: Sequence[Candidate]) -> None:
+    def report_break_glass_use(
+        self, scope: AccessScope, shown: Sequence[Candidate], request_id: str | None = None
+    ) -> None:
         """Announce the chunks an emergency grant opened that were actually shown."""
         used = [c.chunk.chunk_id for c in shown if c.break_glass]
         if scope.grant is not None and used:
@@ -160,11 +170,13 @@ class AccessGuard:
                     "break_glass_use",
                     scope.subject.user_id,
                     {"grant_id": scope.grant.grant_id, "chunk_ids": used},
+                    tuple(scope.subject.roles),
+                    request_id,
                 )
             )
 
     def _allowed_without_grant(self, scope: AccessScope, resource: Resource) -> bool:
-        plain = replace(scope.subject, break_glass=False)
+        plain = replace(scope.subject, break_glass=False, care_team=scope.own_care_team)
         enforcer = scope.policy.enforcer_for(plain, scope.action)
         return bool(enforcer.enforce(plain, resource, scope.action))
 
@@ -246,12 +258,29 @@ class AccessGuard:
     def readable_document(self, subject: Subject, doc_id: str) -> DocumentRecord:
         """The document, if it exists and the subject may read it (its chunks share its
         labels); the same NotFound otherwise."""
+        return self.document_view(subject, doc_id)[0]
+
+    def document_view(
+        self, subject: Subject, doc_id: str
+    ) -> tuple[DocumentRecord, BreakGlassGrant | None]:
+        """The document and, when only an emergency grant lets the subject read it, that
+        grant (the view must then be reported as a use). A missing and a forbidden
+        document take the same steps and raise the same NotFound: ids carry patient
+        numbers, and neither the answer nor its timing may tell which documents exist."""
         record = self._catalog.document(doc_id)
-        if record is None or record.state != "indexed":
+        present = record is not None and record.state == "indexed"
+        scope = self.scope(subject)
+        resource = (
+            Resource.of_document(doc_id, record.metadata)
+            if present and record is not None
+            else Resource(doc_id=doc_id, departments=(), sensitivity="restricted",
+                          owner="", patient_id="-missing-")
+        )  # fmt: skip
+        allowed = scope.allows(resource)
+        by_grant = scope.grant is not None and not self._allowed_without_grant(scope, resource)
+        if not (present and allowed) or record is None:
             raise NotFound(f"no document {doc_id!r}")
-        if not self.scope(subject).allows(Resource.of_document(doc_id, record.metadata)):
-            raise NotFound(f"no document {doc_id!r}")
-        return record
+        return record, scope.grant if by_grant else None
 
     def decide(self, subject: Subject, resource: Resource, action: str) -> Decision:
         """The decision on a chunk, with the deciding rule and the reasons, for people to read."""
@@ -273,13 +302,23 @@ class AccessGuard:
             raise AccessDenied(f"{subject.user_id} may not {action}")
 
     def request_break_glass(
-        self, subject: Subject, reason: str, duration: dt.timedelta
+        self,
+        subject: Subject,
+        reason: str,
+        duration: dt.timedelta,
+        patient_id: str,
+        request_id: str | None = None,
     ) -> BreakGlassGrant:
         self.require(subject, "request-break-glass")
-        return self._ledger.grant(subject.user_id, reason, duration)
+        return self._ledger.grant(
+            subject.user_id, reason, duration, patient_id,
+            roles=tuple(subject.roles), request_id=request_id,
+        )  # fmt: skip
 
-    def end_break_glass(self, subject: Subject) -> bool:
-        return self._ledger.end(subject.user_id, subject.user_id)
+    def end_break_glass(self, subject: Subject, request_id: str | None = None) -> bool:
+        return self._ledger.end(
+            subject.user_id, subject.user_id, roles=tuple(subject.roles), request_id=request_id
+        )
 
 
 def _reasons(

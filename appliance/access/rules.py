@@ -115,11 +115,9 @@ def covers_department(scope: str, subject: Subject, resource: Resource) -> bool:
 
 
 def care_team_admits(subject: Subject, resource: Resource) -> bool:
-    """A patient-specific chunk needs the patient in the subject's care team
-    (or an active break-the-glass grant)."""
-    return (
-        not resource.patient_id or subject.break_glass or resource.patient_id in subject.care_team
-    )
+    """A patient-specific chunk needs the patient in the subject's care team (an active
+    break-the-glass grant adds the one patient it names)."""
+    return not resource.patient_id or resource.patient_id in subject.care_team
 
 
 def validate_row(ptype: str, fields: list[str]) -> None:

@@ -219,8 +219,8 @@ class Ingestor:
         if owner is not None and owner != path:
             raise IngestError(
                 path,
-                f"document id {metadata.doc_id!r} is already used by {owner}",
-                "Give one of them another doc_id in its metadata.",
+                f"document id {metadata.doc_id!r} is already taken by another source file",
+                "Give this document another doc_id in its metadata.",
             )
         claimed[metadata.doc_id] = path
         chunks = self._chunker.chunk(parsed, metadata, source_sha256)

@@ -1,6 +1,7 @@
 "use strict";
 
 let current = null; // the answer on screen
+const opened = new Map(); // documents fetched for the answer on screen: each view is audited once
 
 function describe(span) {
   const parts = [span.title, span.heading_path.join(" > ")];
@@ -10,6 +11,7 @@ function describe(span) {
 }
 
 function renderAnswer(answer) {
+  opened.clear();
   const box = document.getElementById("answer");
   box.replaceChildren();
   box.classList.toggle("refusal", answer.refused);
@@ -22,7 +24,7 @@ function renderAnswer(answer) {
       answer.closest_sources.forEach((source, index) => {
         const open = element("button", `${source.title} - ${source.heading_path.join(" > ")}`, "source-link");
         open.type = "button";
-        open.addEventListener("click", () => showSource(source, index + 1));
+        open.addEventListener("click", () => showSource(source, index + 1, answer.request_id));
         const item = element("li");
         item.append(open);
         list.append(item);
@@ -42,13 +44,14 @@ function renderAnswer(answer) {
       const line = element("p", sentence.text, "sentence");
       for (const span of sentence.citations) {
         number += 1;
+        const cited = number; // each button keeps its own number
         numbered.push(span);
-        const button = element("button", String(number), "cite");
+        const button = element("button", String(cited), "cite");
         button.type = "button";
         button.title = describe(span);
-        button.setAttribute("aria-label", `Citation ${number}: ${describe(span)}`);
-        button.addEventListener("click", () => showSource(span, number));
-        button.addEventListener("mouseenter", () => showSource(span, number));
+        button.setAttribute("aria-label", `Citation ${cited}: ${describe(span)}`);
+        button.addEventListener("click", () => showSource(span, cited, answer.request_id));
+        button.addEventListener("mouseenter", () => showSource(span, cited, answer.request_id));
         line.append(button);
       }
       box.append(line);
@@ -61,11 +64,16 @@ function renderAnswer(answer) {
   box.append(element("p", `Generator ${answer.generator}; verifier ${answer.verifier}; audit entry ${answer.audit_entry}`, "meta"));
 }
 
-async function showSource(span, number) {
+async function showSource(span, number, citedIn) {
   const pane = document.getElementById("source");
   let doc;
   try {
-    doc = await api("GET", `/api/documents/${encodeURIComponent(span.doc_id)}`);
+    const key = `${citedIn || ""}:${span.doc_id}`;
+    if (!opened.has(key)) {
+      const query = citedIn ? `?cited_in=${encodeURIComponent(citedIn)}` : "";
+      opened.set(key, await api("GET", `/api/documents/${encodeURIComponent(span.doc_id)}${query}`));
+    }
+    doc = opened.get(key);
   } catch (problem) {
     pane.replaceChildren(element("p", `Source unavailable: ${problem.message}`, "error"));
     return;
@@ -105,7 +113,7 @@ async function loadMe() {
   document.getElementById("break-glass-panel").classList.toggle("hidden", !me.may["request-break-glass"]);
   const banner = document.getElementById("break-glass-banner");
   banner.classList.toggle("hidden", !me.break_glass_until);
-  banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE until ${me.break_glass_until}: every record you open is reported.` : "";
+  banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE for patient ${me.break_glass_patient} until ${me.break_glass_until}: every record you open is reported.` : "";
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
@@ -131,6 +139,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     try {
       await api("POST", "/api/break-glass", {
         reason: document.getElementById("break-glass-reason").value,
+        patient_id: document.getElementById("break-glass-patient").value,
         minutes: Number(document.getElementById("break-glass-minutes").value),
       });
       await loadMe();
@@ -138,6 +147,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   document.getElementById("break-glass-end").addEventListener("click", async () => {
     await api("DELETE", "/api/break-glass");
+    opened.clear();
     await loadMe();
   });
   await loadMe();

@@ -169,11 +169,14 @@ def test_policy_commands_change_explain_and_audit(corpus_copy: Path, data_dir: P
 
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:
     reason = "cardiac arrest in ED, patient P-10234"
-    result = runner.invoke(app, ["break-glass", "start", "nurse-lindqvist", "--reason", reason])
+    patient = ["--patient", "P-10234"]
+    result = runner.invoke(
+        app, ["break-glass", "start", "nurse-lindqvist", "--reason", reason, *patient]
+    )
     assert result.exit_code == 1 and "may not request-break-glass" in result.output
-    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", "now"])
+    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", "now", *patient])
     assert result.exit_code == 1 and "written reason" in result.output
-    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", reason])
+    result = runner.invoke(app, ["break-glass", "start", "dr-okafor", "--reason", reason, *patient])
     assert result.exit_code == 0 and "BREAK-THE-GLASS ACTIVE" in result.output
     assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 0
     assert runner.invoke(app, ["break-glass", "end", "dr-okafor"]).exit_code == 1

@@ -165,10 +165,13 @@ def test_break_the_glass_opens_patient_records_flags_every_use_and_ends(
     )
     with pytest.raises(AccessDenied):
         sample_appliance.guard.request_break_glass(
-            NURSE_CARDIOLOGY, "patient collapsed on the ward", dt.timedelta(minutes=5)
+            NURSE_CARDIOLOGY, "patient collapsed on the ward", dt.timedelta(minutes=5), "P-10234"
         )
     grant = sample_appliance.guard.request_break_glass(
-        CLINICIAN_ED, "cardiac arrest in ED, P-10234 unconscious", dt.timedelta(minutes=5)
+        CLINICIAN_ED,
+        "cardiac arrest in ED, P-10234 unconscious",
+        dt.timedelta(minutes=5),
+        "P-10234",
     )
     try:
         result = sample_appliance.query.run(question, CLINICIAN_ED, 10)

@@ -160,7 +160,7 @@ def test_two_files_claiming_one_document_id_are_refused(
     with Appliance(settings) as appliance:
         report = appliance.ingestor.ingest([corpus_copy])
         [failure] = report.failed
-        assert "already used by" in (failure.error or "")
+        assert "already taken by another source file" in (failure.error or "")
 
 
 def test_a_document_left_pending_by_a_crash_is_redone(

@@ -53,6 +53,7 @@ def client(data_dir: Path) -> Iterator[TestClient]:
         max_request_bytes=8 * 1024,
         max_upload_bytes=64 * 1024,
         login_per_minute=50,
+        operations_addresses=["testclient"],  # the test client's address: it scrapes
     )
     app = create_app(make_settings(data_dir / "data", services=services))
     with TestClient(app) as test_client:

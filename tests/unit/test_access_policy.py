@@ -205,14 +205,23 @@ def test_break_glass_needs_a_reason_is_time_limited_and_announced(tmp_path: Path
     clock = _Clock()
     ledger = BreakGlassLedger(tmp_path / "bg.sqlite3", events, clock)
     with pytest.raises(BreakGlassError, match="written reason"):
-        ledger.grant("dr-a", "urgent", dt.timedelta(minutes=30))
+        ledger.grant("dr-a", "urgent", dt.timedelta(minutes=30), "P-1")
+    with pytest.raises(BreakGlassError, match="different words"):
+        ledger.grant("dr-a", "x" * 40, dt.timedelta(minutes=30), "P-1")
+    with pytest.raises(BreakGlassError, match="at most"):
+        ledger.grant("dr-a", "cardiac arrest in resus bay " * 30, dt.timedelta(minutes=30), "P-1")
     with pytest.raises(BreakGlassError, match="lasts between"):
-        ledger.grant("dr-a", "cardiac arrest, patient P-1 unconscious", dt.timedelta(days=2))
+        ledger.grant("dr-a", "cardiac arrest, patient unconscious", dt.timedelta(days=2), "P-1")
+    with pytest.raises(BreakGlassError, match="names the patient"):
+        ledger.grant("dr-a", "cardiac arrest, patient unconscious", dt.timedelta(minutes=5), "")
     assert ledger.active("dr-a") is None and events.events == []
 
     grant = ledger.grant(
-        "dr-a", "cardiac arrest, patient P-1 unconscious", dt.timedelta(minutes=30)
+        "dr-a", "cardiac arrest, patient P-1 unconscious", dt.timedelta(minutes=30), "P-1"
     )
+    assert grant.patient_id == "P-1"
+    with pytest.raises(BreakGlassError, match="already open"):  # grants do not stack
+        ledger.grant("dr-a", "another emergency, patient in resus", dt.timedelta(minutes=5), "P-2")
     assert ledger.active("dr-a") == grant and ledger.active("dr-b") is None
     clock.now += dt.timedelta(minutes=29)
     assert ledger.active("dr-a") is not None
@@ -220,7 +229,7 @@ def test_break_glass_needs_a_reason_is_time_limited_and_announced(tmp_path: Path
     assert ledger.active("dr-a") is None  # expired
     assert not ledger.end("dr-a", "dr-a")
 
-    ledger.grant("dr-a", "second emergency, patient P-2 in resus", dt.timedelta(minutes=10))
+    ledger.grant("dr-a", "second emergency, patient P-2 in resus", dt.timedelta(minutes=10), "P-2")
     assert ledger.end("dr-a", "dr-a") and ledger.active("dr-a") is None
     assert [e.kind for e in events.events] == [
         "break_glass_granted",
