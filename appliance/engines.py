@@ -26,6 +26,7 @@ from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
 from appliance.ingest.catalog import Catalog
 from appliance.ingest.chunker import Chunker
+from appliance.ingest.parse_limits import ParseLimits
 from appliance.ingest.pipeline import Ingestor
 from appliance.model_registry import ModelRegistry
 from appliance.nlp.embedder import Embedder
@@ -37,15 +38,26 @@ from appliance.rerank.cage_stage import CageStage
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
-from appliance.settings import Settings
+from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.scope import ScopeChecker
 from audit.log import AuditLog
+from audit.witness import DirectoryWitness, SyslogWitness, Witness
 
 PRIVATE_UMASK = 0o077
+
+
+def witness_of(audit: AuditSettings) -> Witness | None:
+    """The witness the site configured for the log's checkpoints, if any."""
+    if audit.witness_dir is not None:
+        return DirectoryWitness(audit.witness_dir)
+    if audit.witness_syslog:
+        host, _, port = audit.witness_syslog.partition(":")
+        return SyslogWitness(host, int(port or 514), audit.witness_syslog_tcp)
+    return None
 
 
 class Appliance:
@@ -110,6 +122,13 @@ class Appliance:
             self.embedder,
             chunker=Chunker(self.settings.limits.max_chunk_chars),
             max_file_bytes=self.settings.limits.max_file_bytes,
+            parse_limits=ParseLimits(
+                max_unpacked_bytes=self.settings.limits.max_unpacked_bytes,
+                max_pages=self.settings.limits.max_pages,
+                max_blocks=self.settings.limits.max_blocks,
+                max_text_chars=self.settings.limits.max_text_chars,
+                max_seconds=self.settings.limits.max_seconds,
+            ),
             batch_documents=self.settings.ingest_batch_documents,
             embedder_name=self.registry.manifest(self.settings.embedder_role).name,
             graph_builder=self.graph_builder,
@@ -247,6 +266,7 @@ class Appliance:
             self.settings.audit_dir,
             checkpoint_every=audit.checkpoint_every,
             checkpoint_seconds=audit.checkpoint_seconds,
+            witness=witness_of(audit),
         )
 
     @cached_property

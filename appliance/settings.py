@@ -35,6 +35,14 @@ class Limits(BaseModel):
     max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
     max_chunk_chars: int = Field(1000, ge=200)
     max_query_chars: int = Field(2000, gt=0)
+    max_unpacked_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    """What an Office file may unpack to (a small zip can hold gigabytes of XML)."""
+    max_pages: int = Field(2_000, gt=0)
+    max_blocks: int = Field(50_000, gt=0)
+    """Paragraphs, headings, list items and tables of one document."""
+    max_text_chars: int = Field(5_000_000, gt=0)
+    max_seconds: float = Field(120.0, gt=0)
+    """Reading one document (parsing, before chunking and embedding)."""
 
 
 class RetrievalSettings(BaseModel):
@@ -122,6 +130,12 @@ class AuditSettings(BaseModel):
     """Sign a checkpoint at least every this many entries ..."""
     checkpoint_seconds: float = Field(60.0, gt=0)
     """... and at least this often while entries arrive."""
+    witness_dir: Path | None = None
+    """A directory on another mount or host that receives every checkpoint as it is made
+    (``audit verify --witness``): cutting the end off the log then shows."""
+    witness_syslog: str | None = None
+    """``host:port`` of the site's syslog collector, which receives every checkpoint."""
+    witness_syslog_tcp: bool = False
 
 
 class Settings(BaseSettings):

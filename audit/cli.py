@@ -21,6 +21,7 @@ from audit.merkle import verify_inclusion
 from audit.reader import LogReader, exported
 from audit.store import PUBLIC_KEY_FILE
 from audit.verify import verify_log
+from audit.witness import read_witnessed
 
 
 def default_directory() -> Path:
@@ -46,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--public-key", type=Path, help="your own copy of the public key")
     verify.add_argument(
         "--from-checkpoint", type=Path, help="a checkpoint you kept: the log must extend it"
+    )
+    verify.add_argument(
+        "--witness",
+        type=Path,
+        help="the witness's copy of the checkpoints (its directory, or the syslog "
+        "collector's file): the log must still hold everything they cover",
     )
 
     prove = commands.add_parser("prove", help="an inclusion proof for one entry")
@@ -96,8 +103,18 @@ def _verify(directory: Path, args: argparse.Namespace) -> int:
     trusted = None
     if args.from_checkpoint is not None:
         trusted = Checkpoint.from_line(args.from_checkpoint.read_bytes().strip())
-    report = verify_log(directory, public_key, trusted)
+    witnessed = read_witnessed(args.witness) if args.witness is not None else []
+    if args.witness is not None and not witnessed:
+        print(f"FAIL the witness {args.witness} holds no checkpoint")
+        return 1
+    report = verify_log(directory, public_key, trusted, witnessed)
     print(f"{report.entries} entries, {report.checkpoints} checkpoints, key {key_path}")
+    if report.last_witnessed is not None:
+        last = report.last_witnessed
+        print(
+            f"witness: {report.witnessed} checkpoints, the last at size {last.size} "
+            f"({last.time}); {max(report.unwitnessed_entries, 0)} entries after it"
+        )
     if report.ok:
         print("OK: every entry, checkpoint and signature holds")
         return 0

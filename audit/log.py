@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import logging
 import os
 import queue
 import threading
@@ -38,8 +39,11 @@ from audit.store import (
     mapped,
     scan,
 )
+from audit.witness import Witness
 
 MAX_BATCH = 1024
+
+log = logging.getLogger("audit")
 
 
 class LogCorrupted(RuntimeError):
@@ -61,6 +65,7 @@ class AuditLog:
         checkpoint_seconds: float = 60.0,
         max_batch: int = MAX_BATCH,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        witness: Witness | None = None,
     ) -> None:
         if checkpoint_every < 1 or checkpoint_seconds <= 0:
             raise ValueError("checkpoints need a positive interval in entries and in seconds")
@@ -74,6 +79,12 @@ class AuditLog:
         self._max_batch = max_batch
         self._seconds = checkpoint_seconds
         self._clock = clock
+        self._witness = witness
+        self.witness_name = None if witness is None else witness.name
+        self.last_witnessed: Checkpoint | None = None
+        """The newest checkpoint the witness took from this process."""
+        self.witness_error: str | None = None
+        """Why the last checkpoint could not be witnessed; None once one is again."""
         self._key = load_or_create_key(directory / PRIVATE_KEY_FILE, directory / PUBLIC_KEY_FILE)
         self._lock_file = (directory / LOCK_FILE).open("a+b")
         self._entries_fd = os.open(self._entries_path, os.O_RDWR | os.O_APPEND)
@@ -87,6 +98,12 @@ class AuditLog:
         self._pending: queue.Queue[tuple[bytes, Future[Receipt]] | None] = queue.Queue()
         with self._exclusive():
             self._catch_up(repair=True)
+        if witness is not None:
+            try:
+                held = witness.read_back()
+            except OSError as error:
+                held, self.witness_error = [], f"{witness.name}: {error}"
+            self.last_witnessed = max(held, key=lambda c: c.size, default=None)
         self._writer = threading.Thread(target=self._write_loop, name="audit-writer", daemon=True)
         self._closed = False
         self._writer.start()
@@ -219,7 +236,26 @@ class AuditLog:
         self._checkpoints.append(checkpoint)
         self._checkpoints_end += len(line)
         self._last_checkpoint_at = time.monotonic()
+        self._send_to_witness(checkpoint)
         return checkpoint
+
+    def witnessed(self) -> list[Checkpoint]:
+        """The checkpoints the witness holds, where the appliance can read them back."""
+        return [] if self._witness is None else self._witness.read_back()
+
+    def _send_to_witness(self, checkpoint: Checkpoint) -> None:
+        """The log keeps working when the witness is away (entries are never refused for
+        it); the failure is logged and shown, and the next checkpoint tries again."""
+        if self._witness is None:
+            return
+        try:
+            self._witness.record(checkpoint)
+        except OSError as error:
+            self.witness_error = f"{self._witness.name}: {error}"
+            log.error("audit checkpoint %d not witnessed: %s", checkpoint.size, self.witness_error)
+            return
+        self.last_witnessed = checkpoint
+        self.witness_error = None
 
     def _timed_checkpoint(self) -> None:
         due = time.monotonic() - self._last_checkpoint_at >= self._seconds

@@ -9,6 +9,7 @@ The secondary index is never consulted.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,15 @@ class VerifyReport:
     entries: int = 0
     checkpoints: int = 0
     problems: list[Problem] = field(default_factory=list)
+    witnessed: int = 0
+    """Checkpoints a witness held, each checked against the log."""
+    last_witnessed: Checkpoint | None = None
+
+    @property
+    def unwitnessed_entries(self) -> int:
+        """Entries newer than anything the witness saw: the part a truncation could
+        remove unseen, bounded by the checkpoint interval."""
+        return self.entries - (self.last_witnessed.size if self.last_witnessed else 0)
 
     @property
     def ok(self) -> bool:
@@ -68,8 +78,11 @@ def verify_log(
     directory: Path,
     public_key: Ed25519PublicKey,
     trusted: Checkpoint | None = None,
+    witnessed: Sequence[Checkpoint] = (),
 ) -> VerifyReport:
-    """Check everything; problems name the first bad entry or checkpoint by position."""
+    """Check everything; problems name the first bad entry or checkpoint by position.
+    ``witnessed``: the checkpoints a witness kept (``audit.witness``); the log must
+    still hold every entry each of them covers, unchanged."""
     report = VerifyReport()
     checkpoints = read_checkpoints(directory / CHECKPOINTS_FILE, report)
     report.checkpoints = len(checkpoints)
@@ -97,6 +110,17 @@ def verify_log(
         expected.setdefault(checkpoint.size, []).append((label, checkpoint.root))
     if trusted is not None:
         expected.setdefault(trusted.size, []).append(("trusted checkpoint", trusted.root))
+    for number, checkpoint in enumerate(witnessed):
+        label = f"witnessed checkpoint #{number} (size {checkpoint.size}, {checkpoint.time})"
+        if not checkpoint.verify(public_key):
+            report.problems.append(
+                Problem(label, checkpoint.size, "bad signature (wrong key or altered)")
+            )
+            continue
+        expected.setdefault(checkpoint.size, []).append((label, checkpoint.root))
+        if report.last_witnessed is None or checkpoint.size >= report.last_witnessed.size:
+            report.last_witnessed = checkpoint
+    report.witnessed = len(witnessed)
 
     tree = CompactRange()
     _check_roots(tree, expected, report)

@@ -330,6 +330,13 @@ def _run_job(state: ServiceState, job_id: str) -> None:
 
     job.state = "running"
     for path in sorted(folder.iterdir()):
+        if state.stopping.is_set():
+            job.done += 1
+            job.outcomes.append(
+                {"file": path.name, "status": "not started", "doc_id": None, "chunks": 0,
+                 "error": "the service stopped before this file; upload it again"}
+            )  # fmt: skip
+            continue
         try:
             with state.engine_lock:
                 state.appliance.ingestor.ingest([path], on_outcome=advance, actor=job.user_id)
@@ -491,8 +498,21 @@ def audit_status(request: Request) -> dict[str, Any]:
         reader = LogReader(state.appliance.settings.audit_dir)
         latest = reader.latest_checkpoint()
         size = reader.levels().size
+    audit_log, audit_settings = state.appliance.audit_log, state.appliance.settings.audit
+    witnessed = audit_log.last_witnessed
     last = state.last_verification
     return {
+        "witness": {
+            "configured": audit_log.witness_name,
+            "last_witnessed": None
+            if witnessed is None
+            else {"size": witnessed.size, "time": witnessed.time},
+            "error": audit_log.witness_error,
+            # The entries a cut could remove unseen, and the most there can be.
+            "unwitnessed_entries": size - (witnessed.size if witnessed else 0),
+            "checkpoint_every_entries": audit_settings.checkpoint_every,
+            "checkpoint_every_seconds": audit_settings.checkpoint_seconds,
+        },
         "entries": size,
         "latest_checkpoint": None
         if latest is None
@@ -519,7 +539,10 @@ def audit_verify(request: Request) -> dict[str, Any]:
     _reviewed(request, state, officer, "verify", {})
     directory = state.appliance.settings.audit_dir
     with state.engine_lock:
-        report = verify_log(directory, load_public_key(directory / PUBLIC_KEY_FILE))
+        witnessed = state.appliance.audit_log.witnessed()
+        report = verify_log(
+            directory, load_public_key(directory / PUBLIC_KEY_FILE), witnessed=witnessed
+        )
     state.last_verification = Verification(
         now(), report.ok, report.entries, report.checkpoints, [str(p) for p in report.problems]
     )

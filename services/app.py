@@ -100,8 +100,12 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
         try:
             yield
         finally:
+            # Ingestion stops before its next document; the one being written finishes
+            # (it holds the engines), then the engines close.
+            state.stopping.set()
             if owned:
-                appliance.close()
+                with state.engine_lock:
+                    appliance.close()
 
     operations_token = (
         service_settings.operations_token_file.read_text("utf-8").strip()

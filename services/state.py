@@ -55,6 +55,8 @@ class ServiceState:
         # are shared, and the 2-core embedded default gains nothing from interleaving.
         self.engine_lock = threading.Lock()
         self.jobs: dict[str, IngestJob] = {}
+        self.stopping = threading.Event()
+        """Set when the service shuts down: ingestion jobs stop before their next document."""
         self.last_verification: Verification | None = None
         self.uploads_dir: Path = appliance.settings.data_dir / "uploads"
 

@@ -19,6 +19,7 @@ from appliance.ingest.catalog import Catalog
 from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
 from appliance.ingest.errors import IngestError
 from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar
+from appliance.ingest.parse_limits import LimitExceeded, ParseLimits, parse_budget
 from appliance.ingest.parsers import PARSERS, parser_for
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder
@@ -104,6 +105,7 @@ class Ingestor:
         *,
         chunker: Chunker,
         max_file_bytes: int,
+        parse_limits: ParseLimits | None = None,
         batch_documents: int = 32,
         embedder_name: str = "",
         graph_builder: ParseGraphBuilder | None = None,
@@ -116,6 +118,7 @@ class Ingestor:
         self._embedder = embedder
         self._chunker = chunker
         self._max_file_bytes = max_file_bytes
+        self._parse_limits = parse_limits or ParseLimits()
         self._batch_documents = batch_documents
         self._graph_builder = graph_builder
         # Part of every fingerprint: another embedding model means every vector is redone.
@@ -203,7 +206,14 @@ class Ingestor:
             if existing.fingerprint == fingerprint and existing.state == "indexed":
                 claimed[existing.doc_id] = path
                 return DocumentOutcome(path, "unchanged", existing.doc_id, existing.chunk_count)
-        parsed = parse(path, raw)
+        try:
+            with parse_budget(self._parse_limits):
+                parsed = parse(path, raw)
+        except LimitExceeded as limit:
+            raise IngestError(
+                path, f"the document is too large to read: {limit.what}",
+                f"Split it, or raise APPLIANCE_LIMITS__{limit.setting}.",
+            ) from None  # fmt: skip
         metadata = build_metadata(path, parsed, sidecar, defaults)
         if not parsed.text.strip():
             raise IngestError(path, "the document has no text")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from appliance.ingest.parse_limits import check_progress
 from appliance.records import Block, BlockKind, ParsedDocument
 
 BLOCK_SEPARATOR = "\n\n"
@@ -52,6 +53,7 @@ class TextBuilder:
         self._parts.append(text)
         self._length += len(text)
         self._blocks.append(Block(kind, start, self._length, page, level, header_end))
+        check_progress(len(self._blocks), self._length)
 
     def add_table(self, rows: list[list[str | None]], *, page: int | None = None) -> None:
         rows_text = [[c or "" for c in row] for row in rows if any((c or "").strip() for c in row)]

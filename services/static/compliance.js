@@ -105,6 +105,17 @@ async function loadStatus() {
   document.getElementById("entries").textContent = String(status.entries);
   const cp = status.latest_checkpoint;
   document.getElementById("checkpoint").textContent = cp ? `size ${cp.size}, signed ${cp.time}` : "none yet";
+  const witness = status.witness;
+  const seen = witness.last_witnessed;
+  const bound = `at most ${witness.checkpoint_every_entries} entries or ${witness.checkpoint_every_seconds} s`;
+  const witnessText = !witness.configured
+    ? "none configured: cutting the end off the log would not show (see the README)"
+    : `${witness.configured}; last witnessed checkpoint ${seen ? `size ${seen.size}, ${seen.time}` : "none yet"}; ` +
+      `${witness.unwitnessed_entries} newer entries not yet witnessed (${bound})` +
+      (witness.error ? `. FAILING: ${witness.error}` : "");
+  const witnessNode = document.getElementById("witness");
+  witnessNode.textContent = witnessText;
+  witnessNode.classList.toggle("error", Boolean(witness.error) || !witness.configured);
   showVerification(status.last_verification);
 }
 

@@ -12,13 +12,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from litestar.testing import TestClient
 
 from appliance.engines import Appliance
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
-from services.app import create_app, uvicorn_options
+from services.app import create_app
 from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, audit_entries, make_settings
 
 PASSWORD = "correct horse battery"
@@ -155,14 +156,22 @@ def test_removing_an_account_or_changing_its_password_ends_its_sessions(
 
 
 def test_the_csrf_token_belongs_to_one_session(client: TestClient) -> None:
+    """A token taken from another session (cookie and header alike, as an attacker who
+    can plant a cookie would send them) does not pass for this one."""
     with TestClient(client.app) as other:
         assert sign_in(other, "nurse-lindqvist") == 200
         foreign_token = other.cookies.get("csrftoken", "")
     assert sign_in(client, "dr-okafor") == 200
+    own_token = client.cookies.get("csrftoken", "")
     question = {"question": "How long should I rub my hands with alcohol gel?"}
+    client.cookies.set("csrftoken", foreign_token)
     forged = client.post("/api/ask", json=question, headers={"x-csrftoken": foreign_token})
     assert forged.status_code == 403
-    assert client.post("/api/ask", json=question, headers=csrf(client)).status_code == 200
+    client.cookies.set("csrftoken", own_token)
+    assert (
+        client.post("/api/ask", json=question, headers={"x-csrftoken": own_token}).status_code
+        == 200
+    )
 
 
 def test_the_csrf_check_and_the_identity_check_read_the_same_authorization(
@@ -172,13 +181,36 @@ def test_the_csrf_check_and_the_identity_check_read_the_same_authorization(
     token last: the request is refused, not run on the session's authority."""
     assert sign_in(client, "dr-okafor") == 200
     count = len(audit_entries(data_dir))
-    response = client.post(
-        "/api/ask",
-        json={"question": "How long should I rub my hands?"},
-        headers=[("authorization", "Basic eDp5"), ("authorization", "Bearer a.b.c")],
-    )
-    assert response.status_code in (400, 403)
+    body = json.dumps({"question": "How long should I rub my hands?"}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"cookie", f"session={client.cookies.get('session')}".encode()),
+        (b"authorization", b"Basic eDp5"),
+        (b"authorization", b"Bearer a.b.c"),  # two separate headers, as a raw client sends
+    ]
+    assert _raw_post(client.app, "/api/ask", headers, body) in (400, 403)
     assert entries_since(data_dir, count, "question") == []
+
+
+def _raw_post(app: object, path: str, headers: list[tuple[bytes, bytes]], body: bytes) -> int:
+    """One request straight into the ASGI app: the test client would merge the
+    repeated header into one."""
+    sent: list[dict] = []  # type: ignore[type-arg]
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
+        "query_string": b"", "headers": headers, "client": ("testclient", 50000),
+        "server": ("testserver", 80),
+    }  # fmt: skip
+
+    async def receive() -> dict:  # type: ignore[type-arg]
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:  # type: ignore[type-arg]
+        sent.append(message)
+
+    anyio.run(app, scope, receive, send)  # type: ignore[arg-type]
+    return int(next(m["status"] for m in sent if m["type"] == "http.response.start"))
 
 
 def test_failed_sign_ins_are_limited_per_account_whatever_the_address(
@@ -197,6 +229,8 @@ def test_failed_sign_ins_are_limited_per_account_whatever_the_address(
                 ).status_code
             )  # fmt: skip
     assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
+    from services.app import uvicorn_options
+
     assert uvicorn_options(settings)["proxy_headers"] is False  # no header picks the address
 
 

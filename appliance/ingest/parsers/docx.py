@@ -16,6 +16,7 @@ from docx.table import Table
 from docx.text.paragraph import Paragraph
 
 from appliance.ingest.errors import IngestError
+from appliance.ingest.parse_limits import check_zip
 from appliance.ingest.textbuilder import TextBuilder
 from appliance.records import ParsedDocument
 
@@ -29,6 +30,8 @@ def _is_list_item(paragraph: Paragraph, style: str) -> bool:
 
 def parse(path: Path, raw: bytes) -> ParsedDocument:
     try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            check_zip(archive, paragraph_tags=(b"<w:p>", b"<w:p "))
         document = docx.Document(io.BytesIO(raw))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as error:
         raise IngestError(

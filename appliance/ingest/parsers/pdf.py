@@ -20,6 +20,7 @@ from pdfminer.pdfparser import PDFSyntaxError
 from pdfplumber.utils.exceptions import PdfminerException
 
 from appliance.ingest.errors import IngestError
+from appliance.ingest.parse_limits import LimitExceeded, check_pages
 from appliance.ingest.textbuilder import TextBuilder
 from appliance.records import ParsedDocument
 
@@ -62,13 +63,14 @@ def parse(path: Path, raw: bytes) -> ParsedDocument:
     with _open(path, raw) as pdf:
         try:
             return _parse_pages(path, pdf)
-        except IngestError:
+        except (IngestError, LimitExceeded):
             raise
         except Exception as error:  # pdfminer raises many types on damaged content streams
             raise IngestError(path, f"the PDF is corrupt or unreadable ({error!r})") from error
 
 
 def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
+    check_pages(len(pdf.pages))
     pages = []
     for page in pdf.pages:
         tables = page.find_tables()
