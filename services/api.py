@@ -321,6 +321,9 @@ def _run_job(state: ServiceState, job_id: str) -> None:
     folder = state.uploads_dir / job_id
 
     def advance(outcome: DocumentOutcome) -> None:
+        if outcome.path.parent != folder.resolve():  # an interrupted document redone alongside
+            log.info("ingestion job %s also completed %s", job_id, outcome.doc_id)
+            return
         job.done += 1
         error = outcome.error and outcome.error.replace(f"{outcome.path}: ", "")
         job.outcomes.append(
@@ -554,6 +557,7 @@ def audit_verify(request: Request) -> dict[str, Any]:
     sync_to_thread=True,
     summary="A time range's entries, with proofs",
     responses=ERROR_RESPONSES,
+    media_type="application/x-ndjson",
 )
 def audit_export(
     request: Request, since: FromQuery[str | None] = None, until: FromQuery[str | None] = None

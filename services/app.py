@@ -74,6 +74,13 @@ def _log_errors(request: Request, error: Exception) -> Response[dict[str, object
     return Response({"status_code": 500, "detail": "internal error"}, status_code=500)
 
 
+class MetricsController(PrometheusController):
+    """Prometheus text for the scraper (``OperationsOnlyMiddleware`` guards it); not part
+    of the JSON API's schema."""
+
+    include_in_schema = False
+
+
 def uvicorn_options(settings: Settings) -> dict[str, object]:
     """How uvicorn must run the app: forwarded addresses believed only from the proxies
     the site configured (uvicorn's own default trusts loopback)."""
@@ -97,6 +104,15 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
 
     @asynccontextmanager
     async def lifespan(_app: Litestar) -> AsyncIterator[None]:
+        state.stopping.clear()
+        with state.engine_lock:  # what a crash left half-written is not searchable
+            cleaned = appliance.ingestor.reconcile()
+        if cleaned:
+            log.warning(
+                "startup: %d interrupted document(s) taken out of the stores: %s",
+                len(cleaned),
+                ", ".join(cleaned),
+            )
         try:
             yield
         finally:
@@ -132,7 +148,7 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
                 route_handlers=[upload],
                 request_max_body_size=service_settings.max_upload_bytes,
             ),
-            PrometheusController,
+            MetricsController,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],
         middleware=[

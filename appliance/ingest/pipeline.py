@@ -305,6 +305,27 @@ class Ingestor:
                 self._trail.removed(doc_id)
         return ids
 
+    def reconcile(self) -> list[str]:
+        """At startup: the documents an interrupted run left pending lose whatever chunks
+        reached the stores (they would otherwise be searchable while the catalog does not
+        vouch for them). A pending removal is finished; a pending ingestion is redone by
+        the next ingestion run, which finds it pending. Returns the doc ids cleaned."""
+        pending = self._catalog.pending()
+        if not pending:
+            return []
+        ids = [r.doc_id for r in pending]
+        self._lexical.delete_documents(ids)
+        self._vectors.delete_documents(ids)
+        self._lexical.commit()
+        self._vectors.commit()
+        removals = [r.doc_id for r in pending if r.fingerprint == _REMOVING]
+        if removals:
+            self._catalog.forget(removals)
+            if self._trail is not None:
+                for doc_id in removals:
+                    self._trail.removed(doc_id)
+        return ids
+
     def prune(self) -> list[str]:
         """Remove documents whose source file no longer exists."""
         gone = [r.doc_id for r in self._catalog.documents() if not Path(r.source_path).exists()]

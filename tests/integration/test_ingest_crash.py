@@ -64,3 +64,30 @@ def test_ingest_killed_at_a_random_moment_is_completed_by_the_next_run(
             == appliance.vectors.count()
             == appliance.catalog.chunk_count()
         )
+
+
+def test_startup_takes_what_a_crash_left_half_written_out_of_the_stores(tmp_path: Path) -> None:
+    """A run that died after writing a document's chunks but before the catalog vouched
+    for them (its record still pending): the service's startup removes those chunks, so
+    nothing unvouched is searchable, and the next run writes the document whole."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    with Appliance(make_settings(tmp_path / "data")) as appliance:
+        assert not appliance.ingestor.ingest([corpus]).failed
+        record = appliance.catalog.document("hand-hygiene-policy")
+        assert record is not None and appliance.lexical.chunk_ids_of(record.doc_id)
+        appliance.catalog.mark_pending(
+            record.metadata, record.source_path, record.source_sha256, "interrupted"
+        )  # the state a kill between the store writes and the catalog leaves behind
+        assert [r.doc_id for r in appliance.catalog.pending()] == [record.doc_id]
+        assert appliance.ingestor.reconcile() == ["hand-hygiene-policy"]
+        assert appliance.lexical.chunk_ids_of(record.doc_id) == set()
+        assert appliance.vectors.chunk_ids_of(record.doc_id) == set()
+        unvouched = len(appliance.catalog.chunk_ids_of(record.doc_id))
+        vouched = appliance.catalog.chunk_count() - unvouched
+        assert appliance.lexical.count() == appliance.vectors.count() == vouched
+        report = appliance.ingestor.ingest([corpus])
+        assert [o.doc_id for o in report.outcomes if o.status != "unchanged"] == [record.doc_id]
+        assert appliance.lexical.chunk_ids_of(record.doc_id) == appliance.catalog.chunk_ids_of(
+            record.doc_id
+        )

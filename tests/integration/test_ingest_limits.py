@@ -4,9 +4,7 @@ reaches any store."""
 
 from __future__ import annotations
 
-import io
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,25 +12,8 @@ from fpdf import FPDF
 
 from appliance.engines import Appliance
 from appliance.settings import Limits
-from tests.conftest import SAMPLE_CORPUS, make_settings
-
-PARAGRAPH = b"<w:p><w:r><w:t>Check the fridge temperature.</w:t></w:r></w:p>"
-
-
-def docx_bomb(paragraphs: int) -> bytes:
-    """A real Word file whose body holds ``paragraphs`` paragraphs: a few hundred KB
-    that unpack to tens of megabytes of XML."""
-    source = zipfile.ZipFile(SAMPLE_CORPUS / "delirium-screening.docx")
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as bomb:
-        for info in source.infolist():
-            data = source.read(info)
-            if info.filename == "word/document.xml":
-                head, _, rest = data.partition(b"<w:body>")
-                tail = rest[rest.index(b"<w:sectPr") :]
-                data = head + b"<w:body>" + PARAGRAPH * paragraphs + tail
-            bomb.writestr(info, data)
-    return out.getvalue()
+from tests.bombs import docx_bomb
+from tests.conftest import make_settings
 
 
 def two_page_pdf() -> bytes:
@@ -78,7 +59,9 @@ def test_a_word_file_that_unpacks_past_the_limit_is_refused(tmp_path: Path) -> N
 
 def test_blocks_text_pages_and_time_are_bounded_for_every_parser(tmp_path: Path) -> None:
     items = "".join(f"- item {n}\n" for n in range(300)).encode()
-    assert "MAX_BLOCKS" in _ingest(tmp_path, "list.md", b"# List\n\n" + items, Limits(max_blocks=100))
+    assert "MAX_BLOCKS" in _ingest(
+        tmp_path, "list.md", b"# List\n\n" + items, Limits(max_blocks=100)
+    )
     long_text = b"# Long\n\n" + b"word " * 50_000
     assert "MAX_TEXT_CHARS" in _ingest(
         tmp_path, "long.txt", long_text, Limits(max_text_chars=100_000)

@@ -4,6 +4,7 @@ views, bad input, operations endpoints, uploads and private data files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,6 +73,13 @@ def sign_in(client: TestClient, user: str, password: str = PASSWORD) -> int:
     return response.status_code
 
 
+@contextlib.contextmanager
+def _another_client(client: TestClient) -> Iterator[TestClient]:
+    """A second browser on the same running app (entering a TestClient would run the
+    app's shutdown again when it leaves)."""
+    yield TestClient(client.app)
+
+
 def csrf(client: TestClient) -> dict[str, str]:
     return {"x-csrftoken": client.cookies.get("csrftoken", "")}
 
@@ -94,7 +102,7 @@ def test_a_session_id_the_client_chose_is_never_adopted(client: TestClient) -> N
     assert response.status_code == 200
     issued = response.cookies.get("session")
     assert issued and issued != "attacker-chosen-id"
-    with TestClient(client.app) as attacker:
+    with _another_client(client) as attacker:
         attacker.cookies.set("session", "attacker-chosen-id")
         assert attacker.get("/api/me").status_code == 401
 
@@ -110,7 +118,7 @@ def test_sign_in_issues_a_fresh_id_and_ends_the_previous_session(client: TestCli
     assert response.status_code == 200
     second = client.cookies.get("session")
     assert second and second != first
-    with TestClient(client.app) as old:
+    with _another_client(client) as old:
         old.cookies.set("session", first or "")
         assert old.get("/api/me").status_code == 401
 
@@ -118,7 +126,7 @@ def test_sign_in_issues_a_fresh_id_and_ends_the_previous_session(client: TestCli
 def test_no_session_exists_before_sign_in(client: TestClient) -> None:
     sessions = client.app.state.service.sessions
     before = len(sessions)
-    with TestClient(client.app) as anonymous:
+    with _another_client(client) as anonymous:
         for path in ("/health", "/login", "/", "/api/me", "/api/schema/openapi.json"):
             response = anonymous.get(path)
             assert "session" not in response.cookies
@@ -158,7 +166,7 @@ def test_removing_an_account_or_changing_its_password_ends_its_sessions(
 def test_the_csrf_token_belongs_to_one_session(client: TestClient) -> None:
     """A token taken from another session (cookie and header alike, as an attacker who
     can plant a cookie would send them) does not pass for this one."""
-    with TestClient(client.app) as other:
+    with _another_client(client) as other:
         assert sign_in(other, "nurse-lindqvist") == 200
         foreign_token = other.cookies.get("csrftoken", "")
     assert sign_in(client, "dr-okafor") == 200
