@@ -43,6 +43,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def wait_ready(base: str) -> None:
+    """Until the server answers /ready (models and stores open), at most five minutes."""
+    for _ in range(1200):
+        try:
+            if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.25)
+
+
 def client_loop(base: str, questions: list[str], stop: float, out: dict[str, list]) -> None:  # type: ignore[type-arg]
     with httpx.Client(base_url=base, timeout=120) as client:
         client.get("/health")
@@ -52,6 +62,7 @@ def client_loop(base: str, questions: list[str], stop: float, out: dict[str, lis
         if signed.status_code != 200:
             out["errors"].append(f"sign-in {signed.status_code}")
             return
+        token = {"x-csrftoken": client.cookies.get("csrftoken", "")}  # the session's own
         n = 0
         while time.monotonic() < stop:
             question = questions[n % len(questions)]
@@ -96,12 +107,7 @@ def main() -> None:
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(1200):
-                try:
-                    if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.25)
+            wait_ready(base)
             # Warm-up: models load on the first question.
             warm = {"latency_ms": [], "errors": []}  # type: dict[str, list]  # type: ignore[type-arg]
             client_loop(base, questions[:3], time.monotonic() + 5, warm)

@@ -84,6 +84,16 @@ def csrf(client: TestClient) -> dict[str, str]:
     return {"x-csrftoken": client.cookies.get("csrftoken", "")}
 
 
+def finished_job(client: TestClient, job_id: str) -> dict:  # type: ignore[type-arg]
+    """An upload job's report once it is done or failed (at most a minute)."""
+    for _ in range(300):
+        job = client.get(f"/api/jobs/{job_id}").json()
+        if job["state"] in ("done", "failed"):
+            return job  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} still {job['state']} after a minute")
+
+
 def entries_since(data_dir: Path, count: int, event_type: str | None = None) -> list[dict]:  # type: ignore[type-arg]
     fresh = audit_entries(data_dir)[count:]
     return [e for e in fresh if event_type is None or e["type"] == event_type]
@@ -412,12 +422,7 @@ def test_uploads_keep_every_file_and_report_every_outcome(client: TestClient) ->
     assert accepted.status_code == 202, accepted.text
     names = accepted.json()["files"]
     assert len(set(names)) == 4 and all(len(n) <= 120 for n in names)
-    job_id = accepted.json()["job_id"]
-    for _ in range(300):
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
+    job = finished_job(client, accepted.json()["job_id"])
     statuses = sorted(o["status"] for o in job["outcomes"])
     assert statuses == ["added", "added", "added", "skipped"]
     assert job["done"] == job["total"] == 4
@@ -430,12 +435,7 @@ def test_a_document_id_collision_names_no_server_path(client: TestClient, data_d
         "/api/documents", files={"data": ("clash.md", clash, "text/markdown")},
         headers=csrf(client),
     )  # fmt: skip
-    job_id = accepted.json()["job_id"]
-    for _ in range(300):
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
+    job = finished_job(client, accepted.json()["job_id"])
     error = job["outcomes"][0]["error"]
     assert job["outcomes"][0]["status"] == "failed"
     assert str(data_dir) not in error and "/" not in error.split("'")[0]
