@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 
 from appliance.engines import Appliance
+from appliance.settings import AuditSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
 from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings
@@ -52,7 +53,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     accounts = LocalAccounts(data / "access" / "accounts.json")
     for user in ("dr-okafor", "audit-ito"):
         accounts.set_password(user, PASSWORD)
-    settings = make_settings(data)  # Secure cookies, as shipped: loopback counts as secure
+    # Secure cookies, as shipped: loopback counts as secure. Checkpoints every second, each
+    # sent to a witness directory, so the compliance page has one to show.
+    witness = AuditSettings(witness_dir=data.parent / "witness", checkpoint_seconds=1.0)
+    settings = make_settings(data, audit=witness)
     with Appliance(settings) as appliance:
         assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
     port = _free_port()
@@ -186,3 +190,8 @@ def test_a_compliance_officer_finds_the_question_and_checks_the_log(
     officer.wait_for_selector("#verification.ok")
     assert "verified" in officer.inner_text("#verification")
     shot(officer, "08-log-verified")
+    officer.reload()
+    officer.locator("#witness", has_text="last witnessed checkpoint size").wait_for()
+    witness = officer.inner_text("#witness")
+    assert witness.startswith("directory") and "last witnessed checkpoint size" in witness
+    assert "FAILING" not in witness
