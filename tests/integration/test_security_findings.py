@@ -428,6 +428,39 @@ def test_uploads_keep_every_file_and_report_every_outcome(client: TestClient) ->
     assert job["done"] == job["total"] == 4
 
 
+def test_questions_are_answered_while_an_upload_is_being_ingested(appliance: Appliance) -> None:
+    """The engines are taken one document at a time: a question asked while a long upload
+    runs is answered between two of its documents, not after the whole upload."""
+    settings = make_settings(
+        appliance.settings.data_dir, services=_services(max_upload_bytes=8 * 1024 * 1024)
+    )
+    paragraphs = "".join(
+        f"Paragraph {n} of the ward manual says the trolley is checked at {n % 24}:00.\n\n"
+        for n in range(400)
+    )
+    files = [
+        ("data", (f"manual-{n}.md", f"# Ward Manual {n}\n\n{paragraphs}".encode(), "text/markdown"))
+        for n in range(8)
+    ]
+    with TestClient(create_app(settings, appliance)) as it_office:
+        assert sign_in(it_office, "it-santos") == 200
+        accepted = it_office.post("/api/documents", files=files, headers=csrf(it_office))
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        with _another_client(it_office) as ward:
+            assert sign_in(ward, "dr-okafor") == 200
+            while it_office.get(f"/api/jobs/{job_id}").json()["done"] == 0:
+                time.sleep(0.05)
+            asked = ward.post(
+                "/api/ask", json={"question": "How long should I rub my hands with alcohol gel?"},
+                headers=csrf(ward),
+            )  # fmt: skip
+            progress = it_office.get(f"/api/jobs/{job_id}").json()
+        assert asked.status_code == 200
+        assert progress["done"] < progress["total"]  # answered before the upload finished
+        assert finished_job(it_office, job_id)["state"] == "done"
+
+
 def test_a_document_id_collision_names_no_server_path(client: TestClient, data_dir: Path) -> None:
     assert sign_in(client, "it-santos") == 200
     clash = b"---\ndoc_id: care-plan-p10234\ntitle: Something Else\n---\n# X\n\nText here.\n"
