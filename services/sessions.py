@@ -160,7 +160,7 @@ class PreLoginToken:
 
     def valid(self, token: str) -> bool:
         nonce, _, mac = token.partition(".")
-        return bool(nonce) and hmac.compare_digest(mac, self._mac(nonce))
+        return bool(nonce) and hmac.compare_digest(mac.encode(), self._mac(nonce).encode())
 
     def _mac(self, nonce: str) -> str:
         return hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()[:32]

@@ -515,3 +515,13 @@ def test_data_files_are_private_to_the_service_account(tmp_path: Path) -> None:
     assert written
     for path in written:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_a_cookie_or_token_of_any_bytes_is_refused_not_a_crash(client: TestClient) -> None:
+    client.cookies.clear()
+    for cookie in ("csrftoken=é.ü", "session=\u00ff\u00fe; csrftoken=x", "csrftoken=;;;=="):
+        response = client.post(
+            "/api/login", json={"user_id": "dr-okafor", "password": PASSWORD},
+            headers={"cookie": cookie.encode("latin-1"), "x-csrftoken": "é.ü".encode("latin-1")},
+        )  # fmt: skip
+        assert response.status_code == 403, (cookie, response.text)
