@@ -7,7 +7,6 @@ named by ``APPLIANCE_CONFIG``. The embedded defaults need no configuration at al
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -98,7 +97,7 @@ class GeneratorSettings(BaseModel):
 
 
 class ServiceSettings(BaseModel):
-    """The web services (``appliance serve``)."""
+    """The web services (``appliance-web serve``)."""
 
     host: str = "127.0.0.1"
     port: int = Field(8080, gt=0, lt=65536)
@@ -209,9 +208,3 @@ class Settings(BaseSettings):
     @property
     def vector_dir(self) -> Path:
         return self.data_dir / f"vectors-v{STORE_LAYOUT_VERSION}"
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, read once."""
-    return Settings()

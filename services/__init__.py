@@ -1,1 +1,2 @@
-"""Litestar services (JSON API, clinician UI, compliance UI): later work."""
+"""The web services on Litestar: the JSON API, the clinician's and the compliance officer's
+pages, sessions and CSRF, and the operations endpoints (``appliance-web serve``)."""

@@ -2,7 +2,7 @@
 pages, health, readiness and Prometheus metrics, behind sessions, CSRF, security headers,
 body-size limits and rate limits.
 
-    appliance serve            # http://127.0.0.1:8080
+    appliance-web serve        # http://127.0.0.1:8080
 """
 
 from __future__ import annotations

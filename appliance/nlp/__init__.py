@@ -1,1 +1,2 @@
-"""Language models used at ingestion and query time (embeddings; parse graphs later)."""
+"""Language models used at ingestion and query time: embeddings, dependency parse graphs
+(for CAGE), coreference, and the encoder fine-tuning the reranker training uses."""
