@@ -256,6 +256,7 @@ def main() -> None:
                 "pending_documents": len(appliance.catalog.pending()),
             }
     fifth = max(1, len(memory) // 5)
+    fifths = [memory[i * fifth : (i + 1) * fifth] or memory[-1:] for i in range(5)]
     figures = {
         "minutes": args.minutes,
         "requests": dict(sorted(tally.done.items())),
@@ -265,6 +266,7 @@ def main() -> None:
             "first_fifth_median": round(statistics.median(m for _, m in memory[:fifth]), 1),
             "last_fifth_median": round(statistics.median(m for _, m in memory[-fifth:]), 1),
             "max": round(max(m for _, m in memory), 1),
+            "median_by_fifth": [round(statistics.median(m for _, m in part), 1) for part in fifths],
             "samples": len(memory),
         },
         "audit_verify_witness": {"exit_code": verify.returncode, "output": verify.stdout.strip()},
