@@ -17,9 +17,8 @@ signs a checkpoint at least that often while entries arrive). The compliance pag
 from __future__ import annotations
 
 import json
-import logging
-import logging.handlers
 import os
+import socket
 from pathlib import Path
 from typing import Protocol
 
@@ -63,24 +62,34 @@ class DirectoryWitness:
 
 
 class SyslogWitness:
-    """Sends each checkpoint to a syslog collector (UDP or TCP, RFC 3164 framing):
-    ``audit-checkpoint {json}``. The collector's file is what ``--witness`` reads."""
+    """Sends each checkpoint to a syslog collector, facility authpriv, severity info:
+    ``<86>audit-checkpoint {json}`` (UDP datagrams, or TCP with one message per line).
+    Any failure to send raises, so the log reports the witness failing (the standard
+    library's handler would only print it)."""
+
+    PRIORITY = 10 * 8 + 6  # authpriv.info
 
     def __init__(self, host: str, port: int = 514, tcp: bool = False) -> None:
-        import socket
-
         self.name = f"syslog {host}:{port}"
-        self._handler = logging.handlers.SysLogHandler(
-            (host, port),
-            facility=logging.handlers.SysLogHandler.LOG_AUTHPRIV,
-            socktype=socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM,
-        )
-        self._handler.append_nul = False
+        self._address = (host, port)
+        self._tcp = tcp
+        self._connection: socket.socket | None = None
 
     def record(self, checkpoint: Checkpoint) -> None:
-        line = SYSLOG_MARKER + checkpoint.line().decode().strip()
-        entry = logging.LogRecord("audit", logging.INFO, __file__, 0, line, None, None)
-        self._handler.emit(entry)
+        message = f"<{self.PRIORITY}>{SYSLOG_MARKER}{checkpoint.line().decode().strip()}"
+        if not self._tcp:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                udp.sendto(message.encode(), self._address)
+            return
+        try:
+            if self._connection is None:  # connected on first use, and again after a failure
+                self._connection = socket.create_connection(self._address, timeout=5)
+            self._connection.sendall(message.encode() + b"\n")
+        except OSError:
+            if self._connection is not None:
+                self._connection.close()
+            self._connection = None
+            raise
 
     def read_back(self) -> list[Checkpoint]:
         return []  # the collector's file is read where it is, by ``audit verify --witness``

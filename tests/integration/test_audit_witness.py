@@ -116,3 +116,14 @@ def test_the_witness_file_holds_only_checkpoints(tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "w", copy)
     assert (copy / WITNESS_FILE).read_bytes().count(b"\n") == len(read_witnessed(copy)) >= 1
+
+
+def test_a_collector_that_cannot_be_reached_is_reported(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = AuditLog(tmp_path / "audit", witness=SyslogWitness("127.0.0.1", port, tcp=True))
+    _append(log, 2)
+    log.checkpoint()
+    assert log.size == 2 and log.witness_error and f"127.0.0.1:{port}" in log.witness_error
+    log.close()
