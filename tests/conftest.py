@@ -51,6 +51,20 @@ def audit_entries(data_dir: Path, event_type: str | None = None) -> list[dict]: 
     return [e for e in entries if event_type is None or e["type"] == event_type]
 
 
+def wait_until_answers(url: str, attempts: int = 600, pause: float = 0.2) -> None:
+    """Until a server just started answers ``url`` with 200 (models load first)."""
+    import time
+
+    import httpx
+
+    for _ in range(attempts):
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(pause)
+
+
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(data_dir=data_dir, **overrides)  # type: ignore[arg-type]
 

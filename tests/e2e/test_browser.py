@@ -8,11 +8,9 @@ import re
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import uvicorn
 
@@ -20,7 +18,7 @@ from appliance.engines import Appliance
 from appliance.settings import AuditSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings, wait_until_answers
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -66,12 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     thread = threading.Thread(target=web.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    wait_until_answers(f"{base}/health")
     yield base
     web.should_exit = True
     thread.join(timeout=30)

@@ -17,7 +17,7 @@ import httpx
 from appliance.engines import Appliance
 from services.accounts import LocalAccounts
 from tests.bombs import docx_bomb
-from tests.conftest import SAMPLE_SUBJECTS, make_settings
+from tests.conftest import SAMPLE_SUBJECTS, make_settings, wait_until_answers
 
 PASSWORD = "stop test password"
 BIN = Path(sys.executable).parent
@@ -45,12 +45,7 @@ def test_sigterm_during_an_upload_stops_the_service_and_leaves_everything_whole(
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.25)
+        wait_until_answers(f"{base}/ready")
         client = httpx.Client(base_url=base, timeout=60)
         client.get("/health")
         client.post(
