@@ -8,6 +8,7 @@ a model is loaded; nothing is ever fetched from a network.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -99,7 +100,9 @@ class ModelManifest(BaseModel):
     description: str = ""
     source: ModelSource
     files: tuple[ModelFile, ...]
-    threshold: float | None = None  # a reranker's calibrated relevance threshold (probability)
+    threshold: float | None = None
+    """A pair classifier's calibrated threshold: the relevance probability of a reranker,
+    the entailment probability of an NLI verifier."""
     provenance: dict[str, str] = {}  # for models trained here: data, time, command
 
 
@@ -236,7 +239,7 @@ class ModelRegistry:
         with partial.open("wb") as out:
             for part in parts:
                 with part.open("rb") as handle:
-                    for block in iter(lambda handle=handle: handle.read(1 << 22), b""):
+                    for block in iter(functools.partial(handle.read, 1 << 22), b""):
                         digest.update(block)
                         out.write(block)
             out.flush()
@@ -320,10 +323,10 @@ def _load_spacy(directory: Path) -> Any:
     return spacy.load(directory)
 
 
-def _load_cross_encoder(directory: Path) -> Any:
-    from appliance.rerank.cross_encoder import load_cross_encoder
+def _load_pair_classifier(directory: Path) -> Any:
+    from appliance.nlp.pair_classifier import load_pair_classifier
 
-    return load_cross_encoder(directory)
+    return load_pair_classifier(directory)
 
 
 def _load_fastcoref(directory: Path) -> Any:
@@ -361,7 +364,7 @@ def _gguf_file(directory: Path) -> Path:
 _LOADERS = {
     "sentence-transformer": _load_sentence_transformer,
     "spacy": _load_spacy,
-    "cross-encoder": _load_cross_encoder,
+    "cross-encoder": _load_pair_classifier,
     "gguf": _gguf_file,
     "fastcoref": _load_fastcoref,
 }

@@ -1,6 +1,6 @@
 """The entity chain's design and weight, chosen on the training pools only.
 
-``chain_selection`` (appliance/rerank/bridge.py) adds ``weight * links[i, j] * score_i``
+``chain_selection`` (benchmarks/rerank_bench/bridge.py) adds ``weight * links[i, j] * score_i``
 to a passage that names an entity of an already chosen passage i. Too little and the
 third and fourth hops of a MuSiQue question stay buried; too much and any passage that
 shares a name with the first hop jumps ahead of the one the question asks for. Two
@@ -22,20 +22,20 @@ import json
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
-
-from appliance.cli_common import open_appliance
-from appliance.eval.pools import read_pools
-from appliance.eval.rerank_bench import bm25_ranking
-from appliance.rerank.bridge import (
+from rerank_bench.bridge import (
     bridge_scores,
     chain_selection,
     entity_links,
     hybrid_first_stage,
     title_and_entity_links,
 )
+from rerank_bench.harness import bm25_ranking
+from rich.console import Console
+from rich.table import Table
+
+from appliance.cli.common import open_appliance
 from appliance.settings import PROJECT_ROOT
+from appliance.training.pools import read_pools
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 POOLS = {n: SHARED / "rerank_train" / f"{n}.train.jsonl" for n in ("hotpotqa", "musique", "2wikimultihopqa")}  # fmt: skip

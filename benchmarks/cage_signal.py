@@ -40,20 +40,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from rerank_bench.harness import GraphCache, rerank_top
 from rich.console import Console
 from rich.table import Table
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from appliance.cli_common import open_appliance
+from appliance.cli.common import open_appliance
 from appliance.engines import Appliance
 from appliance.eval.golden import gold_chunk_ids, gold_quotes, reader_of_everything
-from appliance.eval.pools import PoolQuestion, read_pools
-from appliance.eval.rerank_bench import GraphCache, rerank_top
 from appliance.index.filters import ActiveOn
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.settings import PROJECT_ROOT
+from appliance.training.pools import PoolQuestion, read_pools
 
 TRAIN = PROJECT_ROOT.parent / "shared" / "data" / "rerank_train"
 SETS = ("hotpotqa", "musique", "2wikimultihopqa")

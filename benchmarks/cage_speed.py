@@ -22,16 +22,16 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from rerank_bench.harness import GraphCache
 from rich.console import Console
 from rich.table import Table
 
-from appliance.cli_common import open_appliance
-from appliance.eval.pools import read_pools
-from appliance.eval.rerank_bench import GraphCache
+from appliance.cli.common import open_appliance
 from appliance.nlp.parse_graph import RELATIONS, ParseGraphBuilder, PassageGraph
 from appliance.rerank.cage import CageConfig, CageReranker, query_tensors
 from appliance.rerank.relational_layer import WeightedRGCNConv
 from appliance.settings import PROJECT_ROOT
+from appliance.training.pools import read_pools
 
 MULTIHOP = PROJECT_ROOT.parent / "shared" / "data" / "multihop"
 FILES = ("hotpotqa.dev", "2wikimultihopqa.dev", "musique.dev")

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rerank_bench.harness import rerank_top
 from rich.console import Console
 from rich.table import Table
 
-from appliance.cli_common import open_appliance
-from appliance.eval.pools import read_pools
-from appliance.eval.rerank_bench import rerank_top
+from appliance.cli.common import open_appliance
 from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import (
     CoreferenceResolver,
@@ -36,6 +35,7 @@ from appliance.nlp.parse_graph import (
 )
 from appliance.rerank.cage import CageReranker
 from appliance.settings import PROJECT_ROOT
+from appliance.training.pools import read_pools
 
 MULTIHOP = PROJECT_ROOT.parent / "shared" / "data" / "multihop"
 FILES = ("hotpotqa.dev", "2wikimultihopqa.dev", "musique.dev", "ramdocs.test")

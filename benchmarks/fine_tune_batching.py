@@ -28,21 +28,21 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from appliance.cli_common import open_appliance
-from appliance.nlp.fine_tune import (
+from appliance.cli.common import open_appliance
+from appliance.settings import PROJECT_ROOT
+from appliance.training.cross_encoder import (
+    CrossEncoderTrainer,
+    Pair,
+    pool_pairs,
+    scifact_pairs,
+)
+from appliance.training.loop import (
     autocast,
     length_bucketed_batches,
     optimiser_and_schedule,
     random_batches,
     update,
 )
-from appliance.rerank.train_cross_encoder import (
-    CrossEncoderTrainer,
-    Pair,
-    pool_pairs,
-    scifact_pairs,
-)
-from appliance.settings import PROJECT_ROOT
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 POOLS = [SHARED / "rerank_train" / f"{n}.train.jsonl" for n in ("hotpotqa", "musique", "2wikimultihopqa")]  # fmt: skip

@@ -22,9 +22,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from appliance.cli_common import open_appliance
-from appliance.rerank.train_cross_encoder import CrossEncoderTrainer, training_and_held_out
+from appliance.cli.common import open_appliance
 from appliance.settings import PROJECT_ROOT
+from appliance.training.cross_encoder import CrossEncoderTrainer, training_and_held_out
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 POOLS = [SHARED / "rerank_train" / f"{n}.train.jsonl" for n in ("hotpotqa", "musique", "2wikimultihopqa")]  # fmt: skip
@@ -60,12 +60,10 @@ def main() -> None:
                     "share": share,
                     "questions": len(kept),
                     "pairs": len(subset),
-                    "held_out_recall_at_2_by_epoch": [
-                        round(r, 3) for r in report.held_out_recall_at_2
-                    ],
-                    "best_held_out_recall_at_2": round(max(report.held_out_recall_at_2), 3),
+                    "held_out_recall_at_2_by_epoch": [round(r, 3) for r in report.by_epoch],
+                    "best_held_out_recall_at_2": round(max(report.by_epoch), 3),
                     "threshold": round(report.threshold, 3),
-                    "threshold_f1": round(report.threshold_f1, 3),
+                    "threshold_f1": round(report.threshold_score, 3),
                     "minutes": round((time.perf_counter() - started) / 60, 1),
                 }
             )

@@ -39,13 +39,13 @@ from rich.console import Console
 from rich.table import Table
 
 from appliance.engines import Appliance
-from appliance.rerank.cross_encoder import load_cross_encoder
+from appliance.nlp.pair_classifier import load_pair_classifier
 from appliance.settings import PROJECT_ROOT, Settings
+from appliance.training.contrast_pairs import NEGATED, negate
+from appliance.training.nli_verifier import LABELS, balance, read_nli
 from appliance.verify.base import Entailment, EntailmentVerifier
-from appliance.verify.claim_negation import NEGATED, negate
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
-from appliance.verify.train_verifier import LABELS, balance, read_nli
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "verifier.json"
@@ -105,7 +105,7 @@ class NegationCheckedVerifier:
     supports a claim contradicts the claim negated, so the verifier is asked both
     questions and the answers weighed together, hoping to catch a reversed finding that
     one question lets through. The negation is the training contrast pairs' own
-    (``claim_negation.negate``). It did not help (README): the class stays so that the
+    (``contrast_pairs.negate``). It did not help (docs/figures.md): the class stays so that the
     figure can be reproduced.
 
     A sentence is entailed only when the evidence entails it above the threshold *and*
@@ -221,7 +221,7 @@ def main() -> None:
                 installed = appliance.verifier
                 verifiers.append(
                     NliVerifier(
-                        load_cross_encoder(args.compare_with),
+                        load_pair_classifier(args.compare_with),
                         f"{args.compare_with.name} (from {args.compare_with})",
                         installed.threshold,  # type: ignore[attr-defined]
                     )

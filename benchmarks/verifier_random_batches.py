@@ -1,6 +1,6 @@
 """`appliance models train-verifier` with random batches instead of batches of pairs of
 like length: the control for what length-bucketing does to the verifier's accuracy
-(it cost the cross-encoder 10 points of held-out Recall@2; see the README).
+(it cost the cross-encoder 10 points of held-out Recall@2; see docs/figures.md).
 
 Takes train-verifier's own arguments; the one change is the batching, swapped in for
 this run only. Then measure with ``benchmarks/verifier.py --out``:
@@ -15,9 +15,9 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-import appliance.verify.train_verifier as train_verifier
+import appliance.training.nli_verifier as nli_verifier
 from appliance.cli import app
-from appliance.nlp.fine_tune import random_batches
+from appliance.training.loop import random_batches
 
 Item = TypeVar("Item")
 
@@ -30,5 +30,5 @@ def unbucketed(
 
 
 if __name__ == "__main__":
-    train_verifier.length_bucketed_batches = unbucketed  # type: ignore[assignment]
+    nli_verifier.length_bucketed_batches = unbucketed  # type: ignore[assignment]
     app()

@@ -1,1 +1,3 @@
-"""Evaluation: benchmarks of retrieval and reranking quality against their baselines."""
+"""The release gate: every golden question through the whole answer path, its figures
+(gold quotes, refusals, exact spans, unsafe answers, latency) against ``gates.toml``, and
+the report. Research benchmarks live in ``benchmarks/``."""

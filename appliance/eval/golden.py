@@ -27,7 +27,7 @@ from typing import Any
 from appliance.access.rules import Subject
 from appliance.answer import Answer
 from appliance.engines import Appliance
-from appliance.eval.rerank_bench import percentile
+from appliance.eval.stats import percentile
 from appliance.index.filters import ActiveOn
 from appliance.ingest.catalog import Catalog
 
@@ -64,7 +64,8 @@ class GoldenReport:
         """Per question kind: how many, answered with every gold quote, refused."""
         grouped: dict[str, list[dict[str, object]]] = defaultdict(list)
         for outcome in self.per_question:
-            for kind in outcome.get("kinds") or ["plain"]:  # type: ignore[union-attr]
+            kinds = outcome.get("kinds") or ["plain"]
+            for kind in kinds if isinstance(kinds, list) else [kinds]:
                 grouped[str(kind)].append(outcome)
         return {
             kind: {
@@ -172,23 +173,24 @@ def evaluate(
             "answerable": answerable,
             "kinds": row.get("kinds", []),
             "refused": answer.refused,
-            "refusal": answer.refusal,
+            "refusal": answer.refusal_reason,
         }
         if "as_of" in row:
             outcome["as_of"] = row["as_of"]
-        for sentence, spans in answer.sentences:
-            for span in spans:
+        for verified in answer.sentences:
+            for span in verified.spans:
                 report.citations += 1
                 text = catalog.document_text(span.doc_id) or ""
                 valid_spans += text[span.start : span.end] == span.quote
-                entailed_citations += appliance.verifier.check(span.quote, sentence.text).entailed
+                entailment = appliance.verifier.check(span.quote, verified.sentence.text)
+                entailed_citations += entailment.entailed
         unsafe = not answerable and not answer.refused
         unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
         report.unsafe_answers += unsafe
         outcome["unsafe"] = unsafe
         if not answerable:
             refusals_correct.append(answer.refused)
-            outcome["answer"] = " ".join(s.text for s, _ in answer.sentences)
+            outcome["answer"] = " ".join(v.sentence.text for v in answer.sentences)
             report.per_question.append(outcome)
             continue
         report.answerable += 1
@@ -203,7 +205,7 @@ def evaluate(
         ranked = appliance.query.run(question, reader, 10, in_force).candidates
         rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
         reciprocal_ranks.append(1 / rank if rank else 0.0)
-        text = " ".join(s.text for s, _ in answer.sentences)
+        text = " ".join(v.sentence.text for v in answer.sentences)
         has_all = all(expected["quote"] in text for expected in golds)
         contains.append(has_all)
         quotes = " ".join(expected["quote"] for expected in golds)
@@ -231,7 +233,7 @@ def _cites_out_of_scope(appliance: Appliance, question: str, answer: Answer) -> 
         return False
     understood = appliance.question_reader.read(question)
     scope = appliance.scope_checker
-    cited = {span.chunk_id: sentence.text for sentence, spans in answer.sentences for span in spans}
+    cited = {span.chunk_id: v.sentence.text for v in answer.sentences for span in v.spans}
     for chunk_id, chunk in appliance.catalog.chunks(sorted(cited)).items():
         asked = understood.qualifiers
         if scope.passage_conflict(asked, chunk) or scope.claim_conflict(

@@ -1,2 +1,3 @@
 """Language models used at ingestion and query time: embeddings, dependency parse graphs
-(for CAGE), coreference, and the encoder fine-tuning the reranker training uses."""
+(for CAGE), coreference, and the pair-classifier loader the cross-encoder and the NLI
+verifier share."""

@@ -10,38 +10,17 @@ loads through the model registry under the role ``reranker``. Scores are logits;
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-
-@dataclass(frozen=True, slots=True)
-class LoadedCrossEncoder:
-    tokenizer: Any
-    model: Any
-
-
-def load_cross_encoder(directory: Any) -> LoadedCrossEncoder:
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(directory), local_files_only=True
-    )
-    # Models the product carries are stored in half precision (half the size); the CPU
-    # computes in single precision.
-    model.float().eval()
-    return LoadedCrossEncoder(tokenizer, model)
+from appliance.nlp.pair_classifier import LoadedPairClassifier
 
 
 class CrossEncoderReranker:
     def __init__(
         self,
-        loaded: LoadedCrossEncoder,
+        loaded: LoadedPairClassifier,
         threshold: float | None = None,
         max_length: int = 256,
         batch_size: int = 16,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from appliance.rerank.cross_encoder import LoadedCrossEncoder
+from appliance.nlp.pair_classifier import LoadedPairClassifier
 from appliance.verify.base import Entailment
 
 
@@ -15,7 +15,7 @@ class NliVerifier:
     kind = "nli"
 
     def __init__(
-        self, loaded: LoadedCrossEncoder, name: str, threshold: float, max_length: int = 256
+        self, loaded: LoadedPairClassifier, name: str, threshold: float, max_length: int = 256
     ) -> None:
         self._tokenizer = loaded.tokenizer
         self._model = loaded.model

@@ -14,7 +14,7 @@ from appliance.cli import app
 from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
 from appliance.rerank.cross_encoder import CrossEncoderReranker
-from appliance.rerank.train_cross_encoder import Pair, best_threshold, split_by_group
+from appliance.training.cross_encoder import Pair, best_threshold, split_by_group
 from tests.conftest import SAMPLE_READER, audit_entries, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -75,7 +75,7 @@ def test_train_a_tiny_reranker_and_use_it_through_the_registry(
         assert record["relevance_signal"] == "cross-encoder"
         assert record["relevance_floor"] == manifest.threshold
         below = max(record["relevance"].values()) < manifest.threshold
-        assert (answer.refusal == NOT_RELEVANT) == below
+        assert (answer.refusal_reason == NOT_RELEVANT) == below
     assert all(0.0 <= c.scores["cross_encoder"] <= 1.0 for c in candidates)
     for candidate in candidates:  # CAGE's similarity term is the cross-encoder's probability
         expected = (

@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 from appliance.cli import app
 from appliance.engines import Appliance
 from appliance.model_registry import ModelRegistry
-from appliance.verify.nli import NliVerifier
-from appliance.verify.train_verifier import (
+from appliance.training.nli_verifier import (
     LABELS,
     NliPair,
     balance,
@@ -24,6 +23,7 @@ from appliance.verify.train_verifier import (
     read_nli,
     repeat_in_domain,
 )
+from appliance.verify.nli import NliVerifier
 from benchmarks.verifier import NegationCheckedVerifier
 from tests.conftest import SAMPLE_READER, make_settings
 

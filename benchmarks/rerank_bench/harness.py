@@ -1,4 +1,4 @@
-"""``appliance bench rerank``: rerankers side by side on multi-hop candidate pools.
+"""The rerank benchmark (``benchmarks/rerank.py``): rerankers side by side on multi-hop candidate pools.
 
 Every question ranks its own pool. Methods: BM25 over the pool, MiniLM cosine (the
 paper's "Vanilla RAG"), CAGE as published, CAGE with a plain GCN, CAGE without
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -21,19 +20,20 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from appliance.eval.pools import PoolQuestion, read_pools
 from appliance.index.tantivy_lexical import stemmed_analyzer
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
-from appliance.rerank.bridge import (
+from appliance.rerank.cage import CageConfig, CageReranker
+from appliance.rerank.cross_encoder import CrossEncoderReranker
+from appliance.training.pools import PoolQuestion, read_pools
+
+from .bridge import (
     bridge_scores,
     chain_selection,
     entity_links,
     hybrid_first_stage,
     title_and_entity_links,
 )
-from appliance.rerank.cage import CageConfig, CageReranker
-from appliance.rerank.cross_encoder import CrossEncoderReranker
 
 Ranking = list[int]
 
@@ -246,9 +246,3 @@ def mean(values: Sequence[float]) -> float:
 
 def overall(by_kind: dict[str, list[float]]) -> list[float]:
     return [v for values in by_kind.values() for v in values]
-
-
-def percentile(values: Sequence[float], q: int) -> float:
-    if len(values) < 2:
-        return values[0] if values else float("nan")
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]

@@ -9,25 +9,19 @@ more than a wrongly dropped one). SciFact dev claims, the evaluation, are refuse
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from appliance.nlp.fine_tune import (
-    autocast,
-    length_bucketed_batches,
-    optimiser_and_schedule,
-    update,
-)
-from appliance.rerank.train_cross_encoder import TrainingReport
+from appliance.training.loop import PairClassifierTrainer, length_bucketed_batches
 
 LABELS = ("entailment", "neutral", "contradiction")
 EVALUATION_FILES = ("claims_dev.jsonl",)
@@ -114,7 +108,15 @@ def best_entailment_threshold(
     return best
 
 
-class VerifierTrainer:
+class VerifierTrainer(PairClassifierTrainer[NliPair]):
+    """Three labels per (premise, hypothesis), trained with cross-entropy in batches of
+    like length; the epoch with the best held-out accuracy is kept, and the entailment
+    threshold with the best F0.5."""
+
+    metric = "accuracy"
+    threshold_metric = "f0_5"
+    predict_batch_size = 64
+
     def __init__(
         self,
         base_model: Path,
@@ -125,95 +127,40 @@ class VerifierTrainer:
         max_length: int = 128,
         seed: int = 13,
     ) -> None:
-        self.base_model = base_model
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.max_length = max_length
-        self.seed = seed
-
-    def train(
-        self,
-        train: Sequence[NliPair],
-        held_out: Sequence[NliPair],
-        out: Path,
-        provenance: dict[str, str],
-        progress: Callable[[int, int], None] | None = None,
-    ) -> TrainingReport:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.set_verbosity_error()
-        torch.manual_seed(self.seed)
-        rng = random.Random(self.seed)
-        tokenizer = AutoTokenizer.from_pretrained(str(self.base_model), local_files_only=True)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            str(self.base_model),
-            num_labels=len(LABELS),
-            id2label=dict(enumerate(LABELS)),
-            label2id={label: i for i, label in enumerate(LABELS)},
-            local_files_only=True,
-        )
-        steps = self.epochs * ((len(train) + self.batch_size - 1) // self.batch_size)
-        optimiser, schedule = optimiser_and_schedule(model, self.learning_rate, steps)
-        loss_fn = torch.nn.CrossEntropyLoss()
-        done, history, best_state, best_epoch = 0, [], None, 0
-        best_probabilities = np.zeros((0, len(LABELS)))
-        for epoch in range(1, self.epochs + 1):
-            model.train()
-            for batch in length_bucketed_batches(train, _characters, self.batch_size, rng):
-                with autocast():
-                    logits = model(**self._encode(tokenizer, batch)).logits
-                targets = torch.tensor([LABELS.index(p.label) for p in batch])
-                update(model, loss_fn(logits.float(), targets), optimiser, schedule)
-                done += 1
-                if progress is not None:
-                    progress(done, steps)
-            probabilities = self._predict(tokenizer, model, held_out)
-            accuracy = float(
-                np.mean(probabilities.argmax(1) == [LABELS.index(p.label) for p in held_out])
-            )
-            history.append(accuracy)
-            if accuracy >= max(history):
-                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
-                best_probabilities = probabilities
-        assert best_state is not None
-        model.load_state_dict(best_state)
-        entailed = np.array([p.label == "entailment" for p in held_out])
-        threshold, f_half = best_entailment_threshold(best_probabilities[:, 0], entailed)
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(out))
-        tokenizer.save_pretrained(str(out))
-        counts = Counter(p.label for p in train)
-        (out / "training.json").write_text(
-            json.dumps({**provenance, "best_epoch": best_epoch, "held_out_accuracy": history,
-                        "threshold": threshold, "threshold_f0_5": f_half,
-                        "pairs_train": len(train), "pairs_held_out": len(held_out),
-                        "labels_train": dict(counts)}, indent=2) + "\n",
-            encoding="utf-8",
+        super().__init__(
+            base_model, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+            max_length=max_length, seed=seed,
         )  # fmt: skip
-        return TrainingReport(
-            out, len(train), len(held_out), best_epoch, history, threshold, f_half
-        )
 
-    def _encode(self, tokenizer, pairs: Sequence[NliPair]):  # type: ignore[no-untyped-def]
-        return tokenizer(
-            [p.premise for p in pairs],
-            [p.hypothesis for p in pairs],
-            truncation="longest_first",
-            max_length=self.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
+    def model_options(self) -> dict[str, Any]:
+        return {
+            "num_labels": len(LABELS),
+            "id2label": dict(enumerate(LABELS)),
+            "label2id": {label: i for i, label in enumerate(LABELS)},
+        }
 
-    def _predict(self, tokenizer, model, pairs: Sequence[NliPair]) -> np.ndarray:  # type: ignore[no-untyped-def]
-        model.eval()
-        out = []
-        with torch.inference_mode():
-            for start in range(0, len(pairs), 64):
-                logits = model(**self._encode(tokenizer, pairs[start : start + 64])).logits
-                out.append(torch.softmax(logits.float(), dim=-1).numpy())
-        return np.concatenate(out) if out else np.zeros((0, len(LABELS)))
+    def texts(self, pair: NliPair) -> tuple[str, str]:
+        return pair.premise, pair.hypothesis
+
+    def batches(self, pairs: Sequence[NliPair], rng: random.Random) -> list[list[NliPair]]:
+        return length_bucketed_batches(pairs, _characters, self.batch_size, rng)
+
+    def loss(self, logits: torch.Tensor, batch: Sequence[NliPair]) -> torch.Tensor:
+        targets = torch.tensor([LABELS.index(p.label) for p in batch])
+        return torch.nn.functional.cross_entropy(logits, targets)
+
+    def scores(self, logits: torch.Tensor) -> np.ndarray:
+        return torch.softmax(logits, dim=-1).numpy()
+
+    def held_out_metric(self, pairs: Sequence[NliPair], scores: np.ndarray) -> float:
+        return float(np.mean(scores.argmax(1) == [LABELS.index(p.label) for p in pairs]))
+
+    def calibrate(self, pairs: Sequence[NliPair], scores: np.ndarray) -> tuple[float, float]:
+        entailed = np.array([p.label == "entailment" for p in pairs])
+        return best_entailment_threshold(scores[:, 0], entailed)
+
+    def report_extras(self, train: Sequence[NliPair]) -> dict[str, object]:
+        return {"labels_train": dict(Counter(p.label for p in train))}
 
 
 def _characters(pair: NliPair) -> int:

@@ -8,7 +8,7 @@ import json
 import random
 from pathlib import Path
 
-from appliance.rerank.train_cross_encoder import medquad_pairs, pubmedqa_pairs
+from appliance.training.cross_encoder import medquad_pairs, pubmedqa_pairs
 
 
 def _page(number: int, focus: str, answers: dict[str, str]) -> dict[str, object]:

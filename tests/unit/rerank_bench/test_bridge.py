@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from appliance.rerank.bridge import (
+from benchmarks.rerank_bench.bridge import (
     bridge_scores,
     chain_selection,
     entity_links,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.verify.claim_negation import contrast_pairs, negate, reverse_direction
-from appliance.verify.train_verifier import NliPair
+from appliance.training.contrast_pairs import contrast_pairs, negate, reverse_direction
+from appliance.training.nli_verifier import NliPair
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from appliance.verify.train_verifier import NliPair
+from appliance.training.nli_verifier import NliPair
 
 _NEGATORS = frozenset({"not", "n't", "no", "never"})
 _DO_SUPPORT = {"VBZ": "does", "VBP": "do", "VBD": "did"}

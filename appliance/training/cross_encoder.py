@@ -1,6 +1,6 @@
 """Fine-tunes a cross-encoder from the shipped MiniLM-L6 weights on question-passage pairs.
 
-A product feature: a hospital can fine-tune on a few thousand pairs from its own
+A hospital can fine-tune on a few thousand pairs from its own
 documents. Pairs come from multi-hop training pools (every supporting passage is a
 positive, the pool's other passages are hard negatives) and, optionally, SciFact
 training claims against the abstracts they cite. Part of the questions is held out
@@ -11,22 +11,19 @@ on, when, with which command) and its training report go to the data directory.
 
 from __future__ import annotations
 
-import copy
-import datetime as dt
 import json
 import random
-import tomllib
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from appliance.eval.pools import read_pools
-from appliance.model_registry import ModelManifest, hash_directory
-from appliance.nlp.fine_tune import autocast, optimiser_and_schedule, random_batches, update
+from appliance.training.loop import PairClassifierTrainer
+from appliance.training.pools import read_pools
 
 EVALUATION_SUFFIXES = (".dev.jsonl", ".test.jsonl")
 
@@ -37,17 +34,6 @@ class Pair:
     question: str
     passage: str
     label: float
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingReport:
-    directory: Path
-    pairs_train: int
-    pairs_held_out: int
-    best_epoch: int
-    held_out_recall_at_2: list[float]
-    threshold: float
-    threshold_f1: float
 
 
 def refuse_evaluation_files(paths: Sequence[Path]) -> None:
@@ -77,7 +63,7 @@ def scifact_pairs(claims: Path, corpus: Path, negatives: int, rng: random.Random
     rationale and random abstracts (negatives)."""
     abstracts = [json.loads(line) for line in corpus.open(encoding="utf-8")]
 
-    def text(abstract: dict) -> str:  # type: ignore[type-arg]
+    def text(abstract: dict[str, Any]) -> str:
         return f"{abstract['title']}. {' '.join(abstract['sentences'])}"
 
     pairs: list[Pair] = []
@@ -211,7 +197,14 @@ def recall_at_2(pairs: Sequence[Pair], scores: np.ndarray) -> float:
     return float(np.mean(recalls)) if recalls else float("nan")
 
 
-class CrossEncoderTrainer:
+class CrossEncoderTrainer(PairClassifierTrainer[Pair]):
+    """One relevance logit per (question, passage), trained with binary cross-entropy;
+    the epoch with the best held-out Recall@2 is kept, and the threshold with the best F1."""
+
+    metric = "recall_at_2"
+    threshold_metric = "f1"
+    truncation = "only_second"
+
     def __init__(
         self,
         base_model: Path,
@@ -222,132 +215,27 @@ class CrossEncoderTrainer:
         max_length: int = 256,
         seed: int = 13,
     ) -> None:
-        self.base_model = base_model
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.max_length = max_length
-        self.seed = seed
-
-    def train(
-        self,
-        train: Sequence[Pair],
-        held_out: Sequence[Pair],
-        out: Path,
-        provenance: dict[str, str],
-        progress: Callable[[int, int], None] | None = None,
-    ) -> TrainingReport:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.set_verbosity_error()
-        torch.manual_seed(self.seed)
-        rng = random.Random(self.seed)
-        tokenizer = AutoTokenizer.from_pretrained(str(self.base_model), local_files_only=True)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            str(self.base_model), num_labels=1, local_files_only=True
-        )
-        steps = self.epochs * ((len(train) + self.batch_size - 1) // self.batch_size)
-        optimiser, schedule = optimiser_and_schedule(model, self.learning_rate, steps)
-        loss_fn = torch.nn.BCEWithLogitsLoss()
-        done = 0
-        best_state, best_epoch, history = None, 0, []
-        best_logits = np.zeros(0)
-        for epoch in range(1, self.epochs + 1):
-            model.train()
-            for batch in random_batches(train, self.batch_size, rng):
-                encoded = self._encode(tokenizer, batch)
-                with autocast():
-                    logits = model(**encoded).logits[:, 0]
-                loss = loss_fn(logits.float(), torch.tensor([p.label for p in batch]))
-                update(model, loss, optimiser, schedule)
-                done += 1
-                if progress is not None:
-                    progress(done, steps)
-            logits = self._predict(tokenizer, model, held_out)
-            history.append(recall_at_2(held_out, logits))
-            if history[-1] >= max(history):
-                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
-                best_logits = logits
-        assert best_state is not None
-        model.load_state_dict(best_state)
-        probabilities = 1 / (1 + np.exp(-best_logits))
-        threshold, f1 = best_threshold(probabilities, np.array([p.label for p in held_out]))
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(out))
-        tokenizer.save_pretrained(str(out))
-        report = TrainingReport(out, len(train), len(held_out), best_epoch, history, threshold, f1)
-        (out / "training.json").write_text(
-            json.dumps({**provenance, "best_epoch": best_epoch, "held_out_recall_at_2": history,
-                        "threshold": threshold, "threshold_f1": f1, "pairs_train": len(train),
-                        "pairs_held_out": len(held_out)}, indent=2) + "\n",
-            encoding="utf-8",
+        super().__init__(
+            base_model, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+            max_length=max_length, seed=seed,
         )  # fmt: skip
-        return report
 
-    def _encode(self, tokenizer, pairs: Sequence[Pair]):  # type: ignore[no-untyped-def]
-        return tokenizer(
-            [p.question for p in pairs],
-            [p.passage for p in pairs],
-            truncation="only_second",
-            max_length=self.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
+    def model_options(self) -> dict[str, Any]:
+        return {"num_labels": 1}
 
-    def _predict(self, tokenizer, model, pairs: Sequence[Pair]) -> np.ndarray:  # type: ignore[no-untyped-def]
-        model.eval()
-        scores = []
-        with torch.inference_mode():
-            for start in range(0, len(pairs), 32):
-                batch = pairs[start : start + 32]
-                scores.append(model(**self._encode(tokenizer, batch)).logits[:, 0].float().numpy())
-        return np.concatenate(scores) if scores else np.zeros(0)
+    def texts(self, pair: Pair) -> tuple[str, str]:
+        return pair.question, pair.passage
 
+    def loss(self, logits: torch.Tensor, batch: Sequence[Pair]) -> torch.Tensor:
+        targets = torch.tensor([p.label for p in batch])
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], targets)
 
-def write_manifest(
-    site_models_dir: Path,
-    role: str,
-    name: str,
-    report: TrainingReport,
-    provenance: dict[str, str],
-    base: ModelManifest,
-    description: str = "Cross-encoder fine-tuned on this site (appliance models train-reranker).",
-) -> Path:
-    """A registry manifest for the trained model (checksums of every file, provenance).
-    Its licence is the base model's: fine-tuned weights are derived from it."""
-    directory = report.directory
-    licence = base.licence.split(" (")[0] + f" (weights derived from {base.name})"
-    lines = [
-        f"role = {json.dumps(role)}",
-        f"name = {json.dumps(name)}",
-        'kind = "cross-encoder"',
-        f"licence = {json.dumps(licence)}",
-        f"description = {json.dumps(description)}",
-        f"threshold = {report.threshold:.4f}",
-        "",
-        "[source]",
-        f"directory = {json.dumps(str(directory.relative_to(site_models_dir)))}",
-        f"install = {json.dumps('retrain with: ' + provenance.get('command', 'train-reranker'))}",
-        "",
-        "[provenance]",
-        *[f"{key} = {json.dumps(value)}" for key, value in sorted(provenance.items())],
-        "",
-    ]
-    for model_file in hash_directory(directory):
-        lines += [
-            "[[files]]",
-            f"path = {json.dumps(model_file.path)}",
-            f'sha256 = "{model_file.sha256}"',
-            "",
-        ]
-    text = "\n".join(lines)
-    tomllib.loads(text)  # never write a manifest the registry could not read
-    path = site_models_dir / "manifests" / f"{role}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    def scores(self, logits: torch.Tensor) -> np.ndarray:
+        return logits[:, 0].numpy()
 
+    def held_out_metric(self, pairs: Sequence[Pair], scores: np.ndarray) -> float:
+        return recall_at_2(pairs, scores)
 
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    def calibrate(self, pairs: Sequence[Pair], scores: np.ndarray) -> tuple[float, float]:
+        probabilities = 1 / (1 + np.exp(-scores))
+        return best_threshold(probabilities, np.array([p.label for p in pairs]))

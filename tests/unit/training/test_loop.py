@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from appliance.nlp.fine_tune import length_bucketed_batches
+from appliance.training.loop import length_bucketed_batches
 
 
 def padded_size(batches: list[list[str]]) -> int:
