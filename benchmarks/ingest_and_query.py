@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from appliance.access.rules import Subject
-from appliance.cli_progress import progress_display
+from appliance.cli.progress import progress_display
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.nlp.embedder import Embedder

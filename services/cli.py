@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from appliance.cli import demo as appliance_demo
-from appliance.cli_common import console, errors, fail, open_appliance
+from appliance.cli.common import console, errors, fail, open_appliance
+from appliance.cli.questions import demo as appliance_demo
 from appliance.settings import Settings
 from services.accounts import AccountError, LocalAccounts
 from services.app import create_app, uvicorn_options

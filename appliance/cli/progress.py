@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.progress import Progress, ProgressColumn
+from rich.progress import Progress, ProgressColumn, TaskID
 
 
 @dataclass(slots=True)
@@ -51,14 +51,14 @@ class LineProgress:
             if task.completed != task.printed_completed:
                 self._print(task)
 
-    def add_task(self, description: str, total: float | None = None, **fields: object) -> int:
+    def add_task(self, description: str, total: float | None = None, **fields: object) -> TaskID:
         now = self._clock()
         self._tasks.append(_LineTask(description, total, now, printed_at=now, fields=fields))
-        return len(self._tasks) - 1
+        return TaskID(len(self._tasks) - 1)
 
     def update(
         self,
-        task_id: int,
+        task_id: TaskID,
         *,
         completed: float | None = None,
         total: float | None = None,

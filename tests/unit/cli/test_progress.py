@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from appliance.cli_progress import LineProgress, progress_display
+from appliance.cli.progress import LineProgress, progress_display
 
 
 class FakeClock:

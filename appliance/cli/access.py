@@ -14,7 +14,7 @@ from appliance.access.break_glass import BreakGlassError
 from appliance.access.guard import AccessDenied
 from appliance.access.policy import PolicyError, Rule
 from appliance.access.rules import CHUNK_ACTIONS, SYSTEM_ACTIONS, Resource
-from appliance.cli_common import console, fail, known_subject, open_appliance
+from appliance.cli.common import console, fail, known_subject, open_appliance
 
 policy_app = typer.Typer(no_args_is_help=True, help="Change, list and test the access policy.")
 break_glass_app = typer.Typer(no_args_is_help=True, help="Emergency access, reason required.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import typer
 from rich.console import Console
 
@@ -12,6 +14,14 @@ from appliance.settings import Settings
 
 console = Console()
 errors = Console(stderr=True)
+
+
+class GeneratorKind(StrEnum):
+    """The generators a command may choose instead of the configured one."""
+
+    extractive = "extractive"
+    llama_cpp = "llama-cpp"
+    openai = "openai"
 
 
 def open_appliance(generator: str | None = None) -> Appliance:

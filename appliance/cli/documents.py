@@ -1,0 +1,152 @@
+"""``appliance ingest`` and ``appliance docs``: put documents in, list and remove them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from appliance.cli.common import console, errors, open_appliance
+from appliance.cli.progress import progress_display
+from appliance.engines import Appliance
+from appliance.ingest.pipeline import DocumentOutcome, IngestReport, OutcomeStatus, discover
+
+docs_app = typer.Typer(no_args_is_help=True, help="List and remove ingested documents.")
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(
+            f"{speed:5.1f} docs/s" if speed else "  -.- docs/s", style="progress.data.speed"
+        )
+
+
+def ingest_with_progress(
+    appliance: Appliance, paths: list[Path], defaults: dict[str, object]
+) -> IngestReport:
+    """Ingest ``paths`` with a progress bar (or log lines) of documents and chunks."""
+    with progress_display(
+        errors,
+        TextColumn("[bold]ingesting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[chunks]} chunks"),
+    ) as progress:
+        task = progress.add_task("ingest", total=len(discover(paths)), chunks=0)
+        written = 0
+
+        def advance(outcome: DocumentOutcome) -> None:
+            nonlocal written
+            if outcome.status in ("added", "updated"):
+                written += outcome.chunks
+            if outcome.status == "failed":
+                progress.console.print(f"[red]failed[/red] {outcome.error}")
+            progress.update(task, advance=1, chunks=written)
+
+        return appliance.ingestor.ingest(paths, defaults=defaults, on_outcome=advance)
+
+
+def print_ingest_summary(report: IngestReport, pruned: int = 0) -> None:
+    statuses: tuple[OutcomeStatus, ...] = ("added", "updated", "unchanged", "failed")
+    summary = ", ".join(f"{report.count(s)} {s}" for s in statuses)
+    console.print(
+        f"{summary}; {report.chunks_written} chunks written"
+        + (f"; {pruned} pruned" if pruned else "")
+    )
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    default_sensitivity: Annotated[
+        str | None, typer.Option(help="Sensitivity for documents whose metadata names none.")
+    ] = None,
+    default_department: Annotated[
+        list[str] | None, typer.Option(help="Department for documents whose metadata names none.")
+    ] = None,
+    default_doc_type: Annotated[
+        str | None, typer.Option(help="Type for untyped documents.")
+    ] = None,
+    prune: Annotated[
+        bool, typer.Option(help="Also remove documents whose source file no longer exists.")
+    ] = False,
+) -> None:
+    """Ingest documents: unchanged files are skipped, changed ones replaced."""
+    defaults: dict[str, object] = {}
+    if default_sensitivity:
+        defaults["sensitivity"] = default_sensitivity
+    if default_department:
+        defaults["departments"] = default_department
+    if default_doc_type:
+        defaults["doc_type"] = default_doc_type
+    with open_appliance() as appliance:
+        report = ingest_with_progress(appliance, paths, defaults)
+        removed = appliance.ingestor.prune() if prune else []
+    print_ingest_summary(report, len(removed))
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+@docs_app.command("list")
+def docs_list() -> None:
+    """Every ingested document with its version, dates, labels and chunk count."""
+    with open_appliance() as appliance:
+        records = appliance.catalog.documents()
+    table = Table()
+    for column in (
+        "doc_id",
+        "title",
+        "version",
+        "type",
+        "effective",
+        "sensitivity",
+        "departments",
+        "chunks",
+        "state",
+    ):
+        table.add_column(column)
+    for r in records:
+        m = r.metadata
+        effective = f"{m.effective_from} - {m.effective_to or ''}"
+        table.add_row(
+            r.doc_id,
+            m.title,
+            m.version,
+            m.doc_type,
+            effective,
+            m.sensitivity,
+            ", ".join(m.departments),
+            str(r.chunk_count),
+            r.state,
+        )
+    console.print(table)
+    console.print(f"{len(records)} documents")
+
+
+@docs_app.command("remove")
+def docs_remove(
+    doc_ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")],
+) -> None:
+    """Remove documents from every store and the catalog."""
+    with open_appliance() as appliance:
+        removed = appliance.ingestor.remove(doc_ids)
+    for doc_id in doc_ids:
+        if doc_id in removed:
+            console.print(f"removed {doc_id}")
+        else:
+            errors.print(f"[red]error:[/red] no document {doc_id!r}; see 'appliance docs list'")
+    if len(removed) != len(set(doc_ids)):
+        raise typer.Exit(code=1)
