@@ -1,5 +1,6 @@
 """What the appliance writes to the audit log, in one place: questions with every
-candidate's scores and access decision, ingestions and removals, and access events
+candidate's scores and access decision, answers with every check of every citation,
+ingestions and removals, people signing in and opening documents, and access events
 (policy changes, break-the-glass, filter/enforcer disagreements).
 
 Each method returns only once its entry is on disk (the log fsyncs before answering).
@@ -8,20 +9,39 @@ Each method returns only once its entry is on disk (the log fsyncs before answer
 from __future__ import annotations
 
 import getpass
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from appliance.access.events import AccessEvent
+from appliance.access.rules import Subject
+from appliance.answer.records import Answer
 from appliance.index.filters import SearchFilter, describe
-from appliance.query import SearchResult
+from appliance.query import SearchResult, pipeline_hash
 from appliance.records import DocumentMetadata
 from audit.log import AuditLog, Receipt
 
 
 class AuditTrail:
-    def __init__(self, log: AuditLog, models: dict[str, str]) -> None:
+    def __init__(
+        self,
+        log: AuditLog,
+        models: dict[str, str],
+        pipeline: Callable[[], dict[str, object]] | None = None,
+    ) -> None:
         self._log = log
         self._models = models
         """Role -> model name of every model that can touch an answer, for each record."""
+        self._describe_pipeline = pipeline
+        self._pipeline: dict[str, object] | None = None
+
+    def _pipeline_fields(self) -> dict[str, object]:
+        """The pipeline that ranks and gates answers, with its hash: described once, on
+        the first question (the settings do not change while the appliance is open)."""
+        if self._describe_pipeline is None:
+            return {}
+        if self._pipeline is None:
+            description = self._describe_pipeline()
+            self._pipeline = {"pipeline": description, "pipeline_hash": pipeline_hash(description)}
+        return self._pipeline
 
     # -- access events (the EventSink of appliance.access) ----------------------------
 
@@ -85,6 +105,27 @@ class AuditTrail:
 
     # -- questions ----------------------------------------------------------------------
 
+    def answer(self, subject: Subject, answer: Answer, trace: dict[str, object]) -> Receipt:
+        """The answer or refusal as shown, after what each step of the answer path saw
+        (``trace``: the readings, relevance, gates, generator output, every citation
+        check, answer-time access drops)."""
+        shown = answer.to_dict()
+        record = {
+            **trace,
+            "decision": answer.decision,
+            "scope": answer.scope,
+            "unanswered_parts": list(answer.unanswered_parts),
+            "sentences": shown["sentences"],
+            "refusal": answer.refusal_reason,
+            "refusal_code": shown["refusal_code"],
+            "closest_sources": shown["closest_sources"],
+        }
+        if pipeline := self._pipeline_fields():
+            record["pipeline_hash"] = pipeline["pipeline_hash"]
+        return self._log.append(
+            "answer", subject.user_id, list(subject.roles), record, answer.request_id
+        )
+
     def question(
         self,
         question: str,
@@ -127,6 +168,7 @@ class AuditTrail:
                 "break_glass_grant": None if grant is None else grant.grant_id,
                 "policy_version": result.scope.policy_version,
                 "models": self._models,
+                **self._pipeline_fields(),
             },
             request_id,
         )

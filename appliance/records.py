@@ -167,3 +167,103 @@ class AnswerSentence:
     text: str
     kind: Literal["claim", "framing"]
     citations: tuple[Citation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSpan:
+    """What the clinician's page shows for one citation: where the quoted span stands
+    in which version of which document, and the span itself."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    version: str
+    effective_from: str
+    superseded_by: str | None
+    heading_path: tuple[str, ...]
+    page: int | None
+    start: int
+    end: int
+    quote: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "version": self.version,
+            "effective_from": self.effective_from,
+            "superseded_by": self.superseded_by,
+            "heading_path": list(self.heading_path),
+            "page": self.page,
+            "start": self.start,
+            "end": self.end,
+            "quote": self.quote,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A passage the page offers with a refusal: where it is, so that it can be opened."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    heading_path: tuple[str, ...]
+    version: str
+    effective_from: str
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "heading_path": list(self.heading_path),
+            "version": self.version,
+            "effective_from": self.effective_from,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedSentence:
+    """A sentence of an answer that survived verification, with the spans it cites
+    (none for framing). Every span was found in its chunk and entails the sentence."""
+
+    sentence: AnswerSentence
+    spans: tuple[CitedSpan, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.sentence.text,
+            "kind": self.sentence.kind,
+            "citations": [span.to_dict() for span in self.spans],
+        }
+
+
+RefusalCode = Literal[
+    "not-in-force",
+    "not-relevant",
+    "out-of-scope",
+    "unknown-identifier",
+    "not-covered",
+    "nothing-verified",
+    "not-an-answer",
+    "no-dose",
+    "generator-unavailable",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the documents do not answer: a code that reports and queries can count, and
+    the reason in a clinician's words, as the page shows it."""
+
+    code: RefusalCode
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "reason": self.reason}

@@ -42,7 +42,7 @@ from rich.table import Table
 from appliance.answer import Answer
 from appliance.engines import Appliance
 from appliance.eval.golden import reader_of_everything
-from appliance.generate.openai_compatible import GeneratorUnavailable
+from appliance.generate.base import GeneratorUnavailable
 from appliance.index.filters import AnyOf
 from appliance.settings import PROJECT_ROOT, GeneratorSettings, Settings
 
@@ -125,8 +125,8 @@ def write_corpus(cases: list[Case], folder: Path) -> None:
 
 
 def score(case: Case, answer: Answer) -> dict[str, float]:
-    text = " ".join(sentence.text for sentence, _ in answer.sentences)
-    cited = {span.doc_id for _, spans in answer.sentences for span in spans}
+    text = " ".join(v.sentence.text for v in answer.sentences)
+    cited = {span.doc_id for v in answer.sentences for span in v.spans}
     row = {
         "refused": float(answer.refused),
         "token_f1": max(token_f1(text, gold) for gold in case.answers) if text else 0.0,

@@ -46,7 +46,8 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(T[0-9:.+-]+Z?)?$")
 
 
 def service(request: Request) -> ServiceState:
-    return request.app.state.service  # type: ignore[no-any-return]
+    state: ServiceState = request.app.state.service
+    return state
 
 
 # -- the clinician's side ---------------------------------------------------------------
@@ -77,28 +78,7 @@ def ask(request: Request, data: JSONBody[AskRequest]) -> dict[str, Any]:
             )  # fmt: skip
         except QueryError as error:
             raise ClientException(str(error)) from None
-    return {
-        "request_id": answer.request_id,
-        "question": answer.question,
-        "refused": answer.refused,
-        "refusal": answer.refusal,
-        "decision": answer.decision,
-        "scope": answer.scope,
-        "read_as": answer.read_as,
-        "unanswered_parts": list(answer.unanswered_parts),
-        "sentences": [
-            {
-                "text": sentence.text,
-                "kind": sentence.kind,
-                "citations": [dataclasses.asdict(span) for span in spans],
-            }
-            for sentence, spans in answer.sentences
-        ],
-        "closest_sources": [dataclasses.asdict(s) for s in answer.closest_sources],
-        "generator": answer.generator,
-        "verifier": answer.verifier,
-        "audit_entry": answer.audit_entry,
-    }
+    return answer.to_dict()
 
 
 @get(

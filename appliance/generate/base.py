@@ -9,9 +9,15 @@ from typing import Literal, Protocol, get_args
 
 from appliance.records import AnswerSentence, Chunk
 
-Decision = Literal["yes", "no", "maybe"]
+ShortAnswer = Literal["yes", "no", "maybe"]
 """The short answer to a yes/no question, as the generator read its cited sentences."""
-DECISIONS: tuple[Decision, ...] = get_args(Decision)
+SHORT_ANSWERS: tuple[ShortAnswer, ...] = get_args(ShortAnswer)
+
+
+class GeneratorUnavailable(RuntimeError):
+    """The generator cannot answer now (an LLM server unreachable or in error): an
+    error the asker sees, never a refusal, since the documents may well answer."""
+
 
 _CLAUSE = re.compile(r"\s*(?:[:;,.]|--|[\u2013\u2014])\s*")
 _WH = frozenset(
@@ -60,7 +66,7 @@ class GeneratedAnswer:
     not_found: bool = False
     """The generator's own view that the passages do not answer. Recorded; the claims it
     wrote anyway are verified like any others, and a refusal follows if none survive."""
-    decision: Decision | None = None
+    decision: ShortAnswer | None = None
     """For a yes/no question, the generator's short answer (None when it gave none)."""
 
 

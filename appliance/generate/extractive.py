@@ -52,7 +52,7 @@ def _cells(row: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class QuoteCandidate:
     """A sentence or table row that may be quoted, and the text it is judged by."""
 
     quote: str
@@ -84,7 +84,7 @@ class Candidate:
         return (self.passage.chunk.chunk_id, self.columns) if self.columns else None
 
 
-def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
+def candidates_of(passage: ContextPassage) -> Iterator[QuoteCandidate]:
     """Every sentence and table row of a passage; a table's header and separator rows
     say nothing alone and are not candidates."""
     chunk = passage.chunk
@@ -110,14 +110,16 @@ def candidates_of(passage: ContextPassage) -> Iterator[Candidate]:
         described = "; ".join(
             f"{name} {value}" if name else value for name, value in zip(names, values, strict=False)
         )
-        yield Candidate(stripped, under_heading(described, chunk), passage, header, columns)
+        yield QuoteCandidate(stripped, under_heading(described, chunk), passage, header, columns)
     previous = ""
     for sentence in sentences_of("\n".join(prose)):  # never spans a line: a chunk substring
         # "It is not used when ..." says nothing alone: a reader takes "it" from the
         # sentence before, and so is it judged.
         refers_back = bool(previous and _REFERS_BACK.match(sentence))
         judged = f"{previous} {sentence}" if refers_back else sentence
-        yield Candidate(sentence, under_heading(judged, chunk), passage, refers_back=refers_back)
+        yield QuoteCandidate(
+            sentence, under_heading(judged, chunk), passage, refers_back=refers_back
+        )
         previous = sentence
 
 
@@ -141,7 +143,7 @@ def steps_taken(question: str) -> int | None:
     return _COUNTS.get(count) or int(count)
 
 
-def step_number(option: Candidate) -> int | None:
+def step_number(option: QuoteCandidate) -> int | None:
     """The step a row of a "Step" table is (its first cell), or None."""
     if not option.columns or _cells(option.columns)[0].lower() != "step":
         return None

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -29,6 +30,7 @@ class ServerFailed(RuntimeError):
     """The llama.cpp server did not start or stopped unexpectedly."""
 
 
+_prctl: Any
 try:  # resolved here, so that the child between fork and exec only makes one C call
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux: stop() and atexit still apply

@@ -15,7 +15,13 @@ from typing import Any, Literal, NamedTuple
 
 import httpx
 
-from appliance.generate.base import DECISIONS, ContextPassage, Decision, GeneratedAnswer
+from appliance.generate.base import (
+    SHORT_ANSWERS,
+    ContextPassage,
+    GeneratedAnswer,
+    GeneratorUnavailable,
+    ShortAnswer,
+)
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.prompt import answer_schema, build_messages
 from appliance.records import AnswerSentence, Citation
@@ -24,10 +30,6 @@ StructuredOutput = Literal["json_schema", "json_object"]
 """``json_schema``: OpenAI's form, which vLLM implements. ``json_object``: the
 ``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server, which
 compiles the schema into a grammar."""
-
-
-class GeneratorUnavailable(RuntimeError):
-    """The LLM server cannot be reached or answered with an error."""
 
 
 _SENTENCE_END = "}]}"
@@ -53,7 +55,7 @@ def complete_sentences(raw: str) -> dict[str, object] | None:
 class ParsedAnswer(NamedTuple):
     sentences: tuple[AnswerSentence, ...]
     not_found: bool
-    decision: Decision | None
+    decision: ShortAnswer | None
 
 
 _UNREADABLE = ParsedAnswer((), True, None)
@@ -94,7 +96,7 @@ def parse_answer(raw: str, passages: Sequence[ContextPassage]) -> ParsedAnswer:
             sentences.append(sentence)
     decision = document.get("decision")
     return ParsedAnswer(
-        tuple(sentences), document["not_found"], decision if decision in DECISIONS else None
+        tuple(sentences), document["not_found"], decision if decision in SHORT_ANSWERS else None
     )
 
 

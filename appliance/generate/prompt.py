@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 
-from appliance.generate.base import DECISIONS, ContextPassage
+from appliance.generate.base import SHORT_ANSWERS, ContextPassage
 
 MAX_SENTENCES = 5
 """An answer is a few sentences; the bound also stops a small model that repeats itself
@@ -57,7 +57,7 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict[str, object]:
                 "items": {"anyOf": [claim, framing]},
                 "maxItems": MAX_SENTENCES,
             },
-            "decision": {"enum": [*DECISIONS, "none"]},
+            "decision": {"enum": [*SHORT_ANSWERS, "none"]},
             "not_found": {"type": "boolean"},
         },
         "required": ["sentences", "decision", "not_found"],

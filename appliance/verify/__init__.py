@@ -1,7 +1,11 @@
-"""Checking every citation before an answer is shown.
+"""Checking an answer before it is shown.
 
-``spans``: the quote exists character for character (after whitespace normalisation)
-in the cited chunk, which was in the generator's context; ``base``: the entailment
-verifier interface; ``lexical``: the fallback verifier used only when no NLI model is
-installed, and labelled as such in the answer.
+``citations``: every citation's quote stands in a chunk the generator was given, entails
+its sentence and applies to the patient (``CitationChecker``); ``spans``: finding a quote
+character for character (after whitespace normalisation); ``base``: the entailment
+verifier interface, with ``nli`` (the registry's NLI model) and ``lexical`` (the
+fallback, labelled as such in the answer); ``scope``: whom a passage or a claim applies
+to; ``coverage``: whether the passages name what the question names;
+``answerability``: the later checks (not in force, lost to scope, doses, unanswered
+parts).
 """

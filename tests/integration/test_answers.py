@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from appliance.access.rules import Resource, Subject
-from appliance.answer import AnswerPipeline
+from appliance.answer import AnswerGates, AnswerPipeline
 from appliance.engines import Appliance
 from appliance.generate.base import ContextPassage, GeneratedAnswer
 from appliance.generate.extractive import ExtractiveGenerator, sentences_of
@@ -45,10 +45,10 @@ def test_every_citation_of_an_answer_is_an_exact_document_span(sample_appliance:
         "How long should I rub my hands with alcohol gel?", SAMPLE_READER, in_force_on=TODAY
     )
     assert not answer.refused and answer.sentences
-    assert any("20 to 30 seconds" in s.text for s, _ in answer.sentences)
-    for sentence, spans in answer.sentences:
-        assert spans, sentence
-        for span in spans:
+    assert any("20 to 30 seconds" in v.sentence.text for v in answer.sentences)
+    for verified in answer.sentences:
+        assert verified.spans, verified.sentence
+        for span in verified.spans:
             text = sample_appliance.catalog.document_text(span.doc_id)
             assert text is not None and text[span.start : span.end] == span.quote
             assert span.version and span.effective_from and span.heading_path
@@ -68,7 +68,7 @@ def test_a_question_the_documents_do_not_answer_is_refused_with_the_closest_sour
     assert answer.refused and answer.sentences == ()
     assert len(answer.closest_sources) == 3
     record = audit_entries(sample_appliance.settings.data_dir, "answer")[-1]["details"]
-    assert record["refusal"] == answer.refusal
+    assert record["refusal"] == answer.refusal_reason
     assert [s["chunk_id"] for s in record["closest_sources"]] == [
         s.chunk_id for s in answer.closest_sources
     ]
@@ -95,9 +95,10 @@ def test_a_decision_is_shown_only_for_an_answered_yes_no_question(
     sample_appliance: Appliance,
 ) -> None:
     a = sample_appliance
+    gates = AnswerGates(a.query, a.vectors, a.lexical, a.embedder)
     pipeline = AnswerPipeline(
-        a.query, a.guard, SaysYes(ExtractiveGenerator(a.embedder)), a.verifier, a.embedder,
-        a.vectors, a.lexical, a.audit_log,
+        a.query, a.guard, SaysYes(ExtractiveGenerator(a.embedder)), a.verifier, gates,
+        a.audit_trail,
     )  # fmt: skip
     asked = {
         "yes/no": "Should staff rub their hands with alcohol gel for 20 to 30 seconds?",
@@ -131,13 +132,13 @@ def test_injected_instructions_change_nothing(corpus_copy: Path, settings: Setti
         )
         record = audit_entries(settings.data_dir, "answer")[-1]["details"]
         context = set(record["relevance"])
-        for _sentence, spans in answer.sentences:
-            for span in spans:
+        for verified in answer.sentences:
+            for span in verified.spans:
                 assert span.chunk_id in context
                 chunk = appliance.catalog.chunks([span.chunk_id])[span.chunk_id]
                 assert appliance.guard.decide(CLINICIAN_ED, Resource.of(chunk), "cite").allowed
                 assert chunk.metadata.patient_id is None
-        shown = " ".join(s.text for s, _ in answer.sentences) + str(answer.closest_sources)
+        shown = " ".join(v.sentence.text for v in answer.sentences) + str(answer.closest_sources)
         assert "P-10234" not in shown.replace(
             "patient P-10234 and", ""
         )  # only the injection's own words

@@ -23,7 +23,7 @@ def test_ward_shorthand_and_typos_are_answered_and_the_reading_is_audited(
 ) -> None:
     answer = _ask(sample_appliance, "hypo unconcious pt no iv acess what do i give")
     assert not answer.refused
-    assert any("glucagon" in s.text for s, _ in answer.sentences)
+    assert any("glucagon" in v.sentence.text for v in answer.sentences)
     assert answer.read_as and answer.read_as.startswith("hypoglycaemia unconscious patient")
     assert answer.scope == "For adults"
     record = audit_entries(sample_appliance.settings.data_dir, "answer")[-1]["details"]
@@ -35,7 +35,7 @@ def test_a_protocol_that_excludes_the_condition_asked_about_is_quoted_only_for_t
     sample_appliance: Appliance,
 ) -> None:
     answer = _ask(sample_appliance, "Can I use the variable rate insulin infusion for DKA?")
-    quoted = [s.text for s, _ in answer.sentences]
+    quoted = [v.sentence.text for v in answer.sentences]
     assert not any("units of soluble human insulin" in q for q in quoted)
     assert not any(q.startswith("|") for q in quoted)  # no rate rows for DKA
 
@@ -45,7 +45,7 @@ def test_an_adult_question_is_not_answered_from_a_childrens_chart(
 ) -> None:
     answer = _ask(sample_appliance, "What is the maximum dose of IV paracetamol for an adult?")
     assert answer.refused
-    assert "covers children only" in (answer.refusal or "")
+    assert "covers children only" in (answer.refusal_reason or "")
     record = audit_entries(sample_appliance.settings.data_dir, "answer")[-1]["details"]
     assert any("children only" in why for why in record["scope_conflicts"].values())
 
@@ -54,10 +54,10 @@ def test_a_value_outside_every_band_the_sections_cover_is_refused_with_the_bands
     sample_appliance: Appliance,
 ) -> None:
     answer = _ask(sample_appliance, "INR 4.1 on warfarin and no bleeding. What should we do?")
-    assert answer.refused and "INR 5 to 8" in (answer.refusal or "")
+    assert answer.refused and "INR 5 to 8" in (answer.refusal_reason or "")
     inside = _ask(sample_appliance, "INR 6.5 on warfarin and no bleeding. What should we do?")
     assert not inside.refused
-    assert any("Withhold one or two doses" in s.text for s, _ in inside.sentences)
+    assert any("Withhold one or two doses" in v.sentence.text for v in inside.sentences)
 
 
 def test_a_question_answered_only_by_a_document_not_yet_in_force_names_its_date(
@@ -65,14 +65,14 @@ def test_a_question_answered_only_by_a_document_not_yet_in_force_names_its_date(
 ) -> None:
     question = "Do we have to review every IV antibiotic prescription at 48 hours?"
     answer = _ask(sample_appliance, question)
-    assert answer.refused and "comes into force on 2027-01-01" in (answer.refusal or "")
+    assert answer.refused and "comes into force on 2027-01-01" in (answer.refusal_reason or "")
     later = _ask(sample_appliance, question, dt.date(2027, 2, 1))
     assert not later.refused
 
 
 def test_an_identifier_no_document_names_is_refused_by_name(sample_appliance: Appliance) -> None:
     answer = _ask(sample_appliance, "Patient with COVID-19: droplet or airborne precautions?")
-    assert answer.refused and "COVID-19" in (answer.refusal or "")
+    assert answer.refused and "COVID-19" in (answer.refusal_reason or "")
 
 
 def test_a_part_the_documents_do_not_answer_is_named(sample_appliance: Appliance) -> None:

@@ -83,8 +83,8 @@ def test_what_the_model_writes_follows_the_schema_and_only_verified_context_is_s
         }
         assert len(raw) > 200, raw  # a cut, not a short malformed answer
     jsonschema.validate(document, answer_schema(context))  # type: ignore[arg-type]
-    for _sentence, spans in answer.sentences:
-        for span in spans:
+    for verified in answer.sentences:
+        for span in verified.spans:
             assert span.chunk_id in context
             chunk = llm_appliance.catalog.chunks([span.chunk_id])[span.chunk_id]
             assert llm_appliance.guard.decide(CLINICIAN_ED, Resource.of(chunk), "cite").allowed
@@ -93,7 +93,8 @@ def test_what_the_model_writes_follows_the_schema_and_only_verified_context_is_s
             assert text is not None and text[span.start : span.end] == span.quote
     checks = record["checks"]
     assert isinstance(checks, list)
-    for sentence, _spans in answer.sentences:  # every claim shown passed its checks
+    for verified in answer.sentences:  # every claim shown passed its checks
+        sentence = verified.sentence
         if sentence.kind == "claim":
             assert any(
                 c["sentence"] == sentence.text and c["verdict"] == "supported" for c in checks
