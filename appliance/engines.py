@@ -15,7 +15,7 @@ from appliance.access.break_glass import BreakGlassLedger
 from appliance.access.guard import AccessGuard
 from appliance.access.policy import PolicyStore
 from appliance.access.subjects import SubjectDirectory
-from appliance.answer import AnswerPipeline
+from appliance.answer import AnswerGates, AnswerPipeline
 from appliance.audit_trail import AuditTrail
 from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
@@ -33,6 +33,7 @@ from appliance.nlp.embedder import Embedder
 from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.query import QueryPipeline
+from appliance.rerank.base import RerankStage
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cage_stage import CageStage
 from appliance.rerank.cross_encoder import CrossEncoderReranker
@@ -41,6 +42,7 @@ from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
+from appliance.verify.citations import CitationChecker
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.scope import ScopeChecker
@@ -148,24 +150,40 @@ class Appliance:
 
     @cached_property
     def query(self) -> QueryPipeline:
+        """Retrieve, fuse, screen, then the rerank stages in order: the cross-encoder
+        when a model fills its role, then CAGE."""
         rerank = self.settings.rerank
-        cage = None
-        if rerank.cage:
-            reranker = CageReranker(
-                CageConfig(
-                    alpha=rerank.cage_alpha, epochs=rerank.cage_epochs, seed=rerank.cage_seed
-                )
-            )
-            cage = CageStage(self.catalog, self.vectors, reranker, rerank.cage_candidates)
-        cross_encoder = None
+        stages: list[RerankStage] = []
         role = rerank.cross_encoder_role
         if rerank.cross_encoder and self.registry.has(role):
-            loaded = self.registry.load(role)
-            threshold = self.registry.manifest(role).threshold
-            cross_encoder = CrossEncoderStage(
-                CrossEncoderReranker(loaded, threshold), rerank.cross_encoder_candidates
+            manifest = self.registry.manifest(role)
+            reranker = CrossEncoderReranker(self.registry.load(role), manifest.threshold)
+            stages.append(
+                CrossEncoderStage(reranker, rerank.cross_encoder_candidates, manifest.name)
             )
-        return QueryPipeline(self.retriever, self.guard, cage, cross_encoder, self.audit_trail)
+        if rerank.cage:
+            config = CageConfig(
+                alpha=rerank.cage_alpha, epochs=rerank.cage_epochs, seed=rerank.cage_seed
+            )
+            stages.append(
+                CageStage(self.catalog, self.vectors, CageReranker(config), rerank.cage_candidates)
+            )
+        return QueryPipeline(self.retriever, self.guard, stages, self.audit_trail)
+
+    def pipeline(self) -> dict[str, object]:
+        """Everything that ranks and gates an answer, as data: each question and answer
+        record carries it with its hash (``AuditTrail``)."""
+        retrieval = self.settings.retrieval
+        return {
+            **self.query.to_dict(),
+            "lexical_boosts": {
+                "title": retrieval.title_boost,
+                "headings": retrieval.heading_boost,
+                "identifiers": retrieval.identifier_boost,
+            },
+            "embedder": self.registry.manifest(self.settings.embedder_role).name,
+            "answer_gates": self.answer_gates.to_dict(),
+        }
 
     @cached_property
     def generator(self) -> Generator:
@@ -207,22 +225,21 @@ class Appliance:
     def answers(self) -> AnswerPipeline:
         """Questions to verified, cited answers: the configured generator (extractive by
         default) and the NLI verifier, or the lexical fallback until one is installed."""
-        settings = self.settings.answer
         return AnswerPipeline(
-            self.query,
-            self.guard,
-            self.generator,
-            self.verifier,
-            self.embedder,
-            self.vectors,
-            self.lexical,
-            self.audit_log,
-            reader=self.question_reader,
-            scope=self.scope_checker,
+            self.query, self.guard, self.generator, self.verifier, self.answer_gates,
+            self.audit_trail, reader=self.question_reader,
+            citations=CitationChecker(self.verifier, self.scope_checker),
+        )  # fmt: skip
+
+    @cached_property
+    def answer_gates(self) -> AnswerGates:
+        settings = self.settings.answer
+        return AnswerGates(
+            self.query, self.vectors, self.lexical, self.embedder, self.scope_checker,
             relevance_floor=settings.relevance_floor,
             min_question_coverage=settings.min_question_coverage,
             context_passages=settings.context_passages,
-        )
+        )  # fmt: skip
 
     @cached_property
     def question_reader(self) -> QuestionReader:
@@ -274,7 +291,7 @@ class Appliance:
         # The models of the question path; the answer record names its generator and
         # verifier itself (an installed LLM is not necessarily the one in use).
         models = {m.role: m.name for m in self.registry.manifests() if m.kind != "gguf"}
-        return AuditTrail(self.audit_log, models)
+        return AuditTrail(self.audit_log, models, self.pipeline)
 
     @cached_property
     def policy(self) -> PolicyStore:

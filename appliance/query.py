@@ -1,8 +1,11 @@
 """The search half of a question's path: access scope, retrieve, fuse, check every
-candidate, rerank (the answer half is in ``answer.py``)."""
+candidate, rerank through the configured stages (the answer half is ``appliance.answer``)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -13,8 +16,7 @@ from appliance.access.guard import AccessGuard, AccessScope
 from appliance.access.rules import Subject
 from appliance.index.filters import AllOf, SearchFilter
 from appliance.records import Candidate
-from appliance.rerank.cage_stage import CageStage
-from appliance.rerank.cross_encoder_stage import CrossEncoderStage
+from appliance.rerank.base import RerankQuery, RerankStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalMode
 
 
@@ -55,25 +57,35 @@ class QueryPipeline:
         self,
         retriever: HybridRetriever,
         guard: AccessGuard,
-        cage: CageStage | None = None,
-        cross_encoder: CrossEncoderStage | None = None,
+        stages: Sequence[RerankStage] = (),
         recorder: QuestionRecorder | None = None,
     ) -> None:
         self._retriever = retriever
         self._guard = guard
-        self._cage = cage
-        self._cross_encoder = cross_encoder
+        self.stages = tuple(stages)
+        """The rerank stages after fusion, in the order they run."""
         self._recorder = recorder
 
     @property
+    def calibrated_stage(self) -> RerankStage | None:
+        """The last stage whose scores are calibrated: its threshold says "not relevant"."""
+        calibrated = [s for s in self.stages if s.relevance_threshold is not None]
+        return calibrated[-1] if calibrated else None
+
+    @property
     def relevance_threshold(self) -> float | None:
-        """Below this cross-encoder probability a candidate does not answer the question."""
-        return None if self._cross_encoder is None else self._cross_encoder.threshold
+        """Below this calibrated score a candidate does not answer the question."""
+        stage = self.calibrated_stage
+        return None if stage is None else stage.relevance_threshold
 
     @property
     def rerank_stages(self) -> list[str]:
         """The stages after fusion, in the order they run (empty: fusion order stands)."""
-        return [s.description for s in (self._cross_encoder, self._cage) if s is not None]
+        return [s.description for s in self.stages]
+
+    def to_dict(self) -> dict[str, object]:
+        """The search as data: retrievers, fusion and every stage with its settings."""
+        return {**self._retriever.to_dict(), "stages": [s.to_dict() for s in self.stages]}
 
     def run(
         self,
@@ -123,20 +135,24 @@ class QueryPipeline:
         )
         if scope.search_filter == MATCH_NOTHING:
             return SearchResult([], scope, applied)
-        cage = self._cage if rerank else None
-        cross_encoder = self._cross_encoder if rerank else None
+        stages = self.stages if rerank else ()
         # Embed once, and only when a stage uses the vector (dense search or CAGE).
-        needs_vector = mode != "lexical" or cage is not None
+        needs_vector = mode != "lexical" or any(s.needs_vector for s in stages)
         vector = self._retriever.embed_query(question.strip()) if needs_vector else None
-        reranking = cage is not None or cross_encoder is not None
-        depth = max(top_k, 20) if reranking else top_k
+        depth = max(top_k, 20) if stages else top_k
         found = self._retriever.retrieve(question, depth, applied, mode, vector)
         candidates = self._guard.screen(scope, found)
         screened_out = sorted(
             {c.chunk.chunk_id for c in found} - {c.chunk.chunk_id for c in candidates}
         )
-        if cross_encoder is not None:
-            candidates = cross_encoder.rerank(question, candidates)
-        if cage is not None and vector is not None:
-            candidates = cage.rerank(vector, candidates)
+        query = RerankQuery(question, vector)
+        for stage in stages:
+            candidates = stage.rerank(query, candidates)
         return SearchResult(candidates[:top_k], scope, applied, screened_out, vector)
+
+
+def pipeline_hash(description: dict[str, object]) -> str:
+    """A short fingerprint of a pipeline description: two records with the same hash
+    were ranked and gated by the same settings."""
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

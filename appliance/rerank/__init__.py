@@ -1,1 +1,7 @@
-"""Reranking: the cross-encoder and the CAGE set-level coherence reranker."""
+"""Reranking after fusion, one contract for every stage (``base.RerankStage``).
+
+The stages: ``cross_encoder_stage`` (the registry's cross-encoder, ``cross_encoder``) and
+``cage_stage`` (CAGE: ``cage`` scores, ``relational_layer`` and ``diversity_training``
+are its internals). The research methods compared with them live in
+``benchmarks/rerank_bench``.
+"""

@@ -152,7 +152,9 @@ class CageReranker:
         """f_i = alpha * sim(q, C_i) + (1 - alpha) * s_i / (k - 1)."""
         if len(query_similarity) != len(graphs):
             raise ValueError(f"{len(query_similarity)} similarities for {len(graphs)} graphs")
+        return self.combine(query_similarity, self.coherence(graphs))
+
+    def combine(self, query_similarity: np.ndarray, coherence: np.ndarray) -> np.ndarray:
+        """The formula, once: alpha * sim(q, C_i) + (1 - alpha) * coherence_i."""
         alpha = self.config.alpha
-        return alpha * np.asarray(query_similarity, np.float32) + (1 - alpha) * self.coherence(
-            graphs
-        )
+        return alpha * np.asarray(query_similarity, np.float32) + (1 - alpha) * coherence

@@ -14,13 +14,19 @@ from appliance.index.base import VectorIndex
 from appliance.ingest.catalog import Catalog
 from appliance.nlp.parse_graph import PassageGraph
 from appliance.records import Candidate
+from appliance.rerank.base import RerankQuery
 from appliance.rerank.cage import CageReranker
 
 log = logging.getLogger(__name__)
 
 
 class CageStage:
+    """CAGE over the top ``candidates``: f = alpha * similarity + (1 - alpha) * coherence,
+    where the similarity is the previous stage's relevance (``CageReranker.combine``)."""
+
     name = "cage"
+    needs_vector = True
+    relevance_threshold = None
 
     def __init__(
         self, catalog: Catalog, vectors: VectorIndex, reranker: CageReranker, candidates: int = 10
@@ -36,11 +42,27 @@ class CageStage:
         config = self._reranker.config
         return f"CAGE (top {self._candidates}, alpha {config.alpha}, {config.epochs} epochs)"
 
-    def rerank(self, query_vector: np.ndarray, candidates: list[Candidate]) -> list[Candidate]:
+    def to_dict(self) -> dict[str, object]:
+        config = self._reranker.config
+        return {
+            "name": self.name,
+            "candidates": self._candidates,
+            "alpha": config.alpha,
+            "epochs": config.epochs,
+            "learning_rate": config.learning_rate,
+            "hidden": config.hidden,
+            "beta": config.beta,
+            "seed": config.seed,
+            "relational": config.relational,
+            "reweight": config.reweight,
+        }
+
+    def rerank(self, query: RerankQuery, candidates: list[Candidate]) -> list[Candidate]:
         """The top ``candidates`` reordered by CAGE score; the rest keep their places."""
         top, rest = candidates[: self._candidates], candidates[self._candidates :]
-        if len(top) < 2:
+        if len(top) < 2 or query.vector is None:
             return candidates
+        query_vector = query.vector
         ids = [c.chunk.chunk_id for c in top]
         stored = self._catalog.graphs(ids)
         vectors = self._vectors.vectors(ids)
@@ -57,10 +79,10 @@ class CageStage:
             dtype=np.float32,
         )
         coherence = self._reranker.coherence(graphs)
-        alpha = self._reranker.config.alpha
-        for candidate, cos, sim, coh in zip(top, cosine, similarity, coherence, strict=True):
+        scores = self._reranker.combine(similarity, coherence)
+        for candidate, cos, coh, score in zip(top, cosine, coherence, scores, strict=True):
             candidate.scores["cosine"] = cos
             candidate.scores["cage_coherence"] = float(coh)
-            candidate.scores["cage"] = float(alpha * sim + (1 - alpha) * coh)
-        reordered = sorted(top, key=lambda c: -c.scores["cage"])
+            candidate.scores[self.name] = float(score)
+        reordered = sorted(top, key=lambda c: -c.scores[self.name])
         return reordered + rest

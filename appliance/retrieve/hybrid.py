@@ -78,6 +78,17 @@ class HybridRetriever:
         ]
         return candidates[:top_k]
 
+    def to_dict(self) -> dict[str, object]:
+        """The retrievers and how their rankings are fused, as data."""
+        return {
+            "retrievers": {
+                self._lexical.name: type(self._lexical).__name__,
+                self._vectors.name: type(self._vectors).__name__,
+            },
+            "candidates_per_retriever": self._config.candidates_per_retriever,
+            "fusion": {"method": "reciprocal rank fusion", "k": self._config.rrf_k},
+        }
+
     def validate_query(self, query: str) -> str:
         """The question, stripped; QueryError when it cannot be searched as given."""
         query = query.strip()

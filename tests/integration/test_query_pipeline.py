@@ -8,7 +8,7 @@ from pathlib import Path
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.settings import Settings
-from tests.conftest import SAMPLE_READER, make_settings
+from tests.conftest import SAMPLE_READER, audit_entries, make_settings
 
 
 def test_every_chunk_has_a_stored_graph(sample_appliance: Appliance) -> None:
@@ -58,3 +58,28 @@ def test_without_cage_no_graphs_are_built_and_order_is_fusion_order(
         assert all(not c.scores for c in candidates)
         fused = [c.fused_score for c in candidates]
         assert fused == sorted(fused, reverse=True)
+
+
+def test_every_question_record_names_the_pipeline_that_ranked_it(
+    corpus_copy: Path, tmp_path: Path
+) -> None:
+    """The record says which retrievers, fusion, stages and gates, with which settings,
+    produced the ranking; the hash tells two configurations apart at a glance."""
+    hashes = {}
+    for alpha in (0.7, 0.5):
+        settings = make_settings(tmp_path / f"alpha-{alpha}", rerank={"cage_alpha": alpha})
+        with Appliance(settings) as appliance:
+            appliance.ingestor.ingest([corpus_copy])
+            answer = appliance.answers.ask("How long should I rub my hands?", SAMPLE_READER)
+        question = audit_entries(settings.data_dir, "question")[-1]["details"]
+        pipeline = question["pipeline"]
+        assert pipeline["fusion"] == {"method": "reciprocal rank fusion", "k": 60}
+        assert set(pipeline["retrievers"]) == {"lexical", "dense"}
+        assert [s["name"] for s in pipeline["stages"]] == ["cage"]
+        assert pipeline["stages"][0]["alpha"] == alpha and pipeline["stages"][0]["epochs"] == 30
+        assert pipeline["answer_gates"]["relevance_floor"] == 0.42
+        record = audit_entries(settings.data_dir, "answer")[-1]
+        assert record["request_id"] == answer.request_id
+        assert record["details"]["pipeline_hash"] == question["pipeline_hash"]
+        hashes[alpha] = question["pipeline_hash"]
+    assert hashes[0.7] != hashes[0.5]
