@@ -13,6 +13,7 @@ from pathlib import Path
 from appliance.engines import Appliance
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
+from services.fair_lock import FairLock
 from services.identity import TokenValidator
 from services.sessions import SessionCookies, SessionStore, SignInThrottle
 
@@ -53,7 +54,8 @@ class ServiceState:
         )
         # One question or ingestion at a time through the engines: the stores and models
         # are shared, and the 2-core embedded default gains nothing from interleaving.
-        self.engine_lock = threading.Lock()
+        # Granted in turn, so a question waits for one document of an upload, not all.
+        self.engine_lock = FairLock()
         self.jobs: dict[str, IngestJob] = {}
         self.stopping = threading.Event()
         """Set when the service shuts down: ingestion jobs stop before their next document."""
