@@ -53,6 +53,7 @@ demo: install
 test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
 	$(BIN)/ruff format --check appliance services audit tests benchmarks scripts
+	$(BIN)/mypy
 	$(BIN)/pytest
 
 test-slow: install-test

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from audit.checkpoints import Checkpoint
 from audit.merkle import MerkleLevels
@@ -80,7 +81,7 @@ class LogReader:
 
 def exported(
     reader: LogReader, latest: Checkpoint | None, since: str | None, until: str | None
-) -> Iterator[dict]:  # type: ignore[type-arg]
+) -> Iterator[dict[str, Any]]:
     """The entries of a time range, each with its inclusion proof in the tree the latest
     signed checkpoint covers (or the current tree, for entries after it)."""
     for record in reader.records():

@@ -18,6 +18,7 @@ from services.state import ServiceState
 def subject_of(request: Request, state: ServiceState) -> Subject | None:
     """The subject of a request, or None when it is not authenticated."""
     authorization = request.headers.get("authorization", "")
+    user_id: str | None
     if authorization.lower().startswith("bearer "):
         if state.tokens is None:
             return None

@@ -20,7 +20,8 @@ STATIC = Path(__file__).parent / "static"
 
 
 def _state(request: Request) -> ServiceState:
-    return request.app.state.service  # type: ignore[no-any-return]
+    service: ServiceState = request.app.state.service
+    return service
 
 
 def _page(name: str) -> Response[str]:

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 
 from litestar.datastructures import MutableScopeHeaders
 from litestar.openapi import ResponseSpec
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Message,
+    Receive,
+    ReceiveMessage,
+    Scope,
+    Send,
+)
 
 REQUEST_ID_HEADER = "x-request-id"
 WELL_FORMED_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
@@ -120,9 +129,14 @@ def json_depth(body: bytes) -> int:
 async def refuse(send: Send, status: int, detail: str) -> None:
     """A JSON error answered by middleware, before any handler runs."""
     body = json.dumps({"status_code": status, "detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))],
+    }
+    end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+    await send(start)
+    await send(end)
 
 
 class JsonDepthMiddleware:
@@ -138,7 +152,7 @@ class JsonDepthMiddleware:
         if scope["type"] != "http" or b"json" not in content_type.lower():
             await self.app(scope, receive, send)
             return
-        messages: list[Message] = []
+        messages: list[ReceiveMessage] = []
         body = b""
         while True:
             message = await receive()
@@ -153,7 +167,7 @@ class JsonDepthMiddleware:
             return
         replay = iter(messages)
 
-        async def receive_again() -> Message:
+        async def receive_again() -> ReceiveMessage:
             return next(replay, None) or await receive()
 
         await self.app(scope, receive_again, send)

@@ -243,7 +243,7 @@ class SessionMiddleware:
         session = self.sessions.get(offered, self.stamp) if offered else None
         bearer = bool(authorizations) and authorizations[0].lower().startswith(b"bearer ")
         scope.setdefault("state", {})["session"] = None if bearer else session
-        if scope["method"] in UNSAFE_METHODS and not bearer:
+        if scope.get("method") in UNSAFE_METHODS and not bearer:
             sent = dict(scope["headers"]).get(CSRF_HEADER, b"").decode("latin-1")
             if session is not None:
                 expected = session.csrf_token

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from qdrant_edge import (
@@ -73,9 +74,9 @@ class QdrantEdgeVectorIndex:
                 self._shard.update(
                     UpdateOperation.create_field_index(name, PayloadSchemaType.Keyword)
                 )
-            for name in ("effective_from", "effective_to"):
+            for day_field in ("effective_from", "effective_to"):
                 self._shard.update(
-                    UpdateOperation.create_field_index(name, PayloadSchemaType.Integer)
+                    UpdateOperation.create_field_index(day_field, PayloadSchemaType.Integer)
                 )
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
@@ -128,7 +129,7 @@ class QdrantEdgeVectorIndex:
             with_payload=["chunk_id"],
         )
         return [
-            ScoredChunkId(str(point.payload["chunk_id"]), float(point.score))
+            ScoredChunkId(_chunk_id(point.payload), float(point.score))
             for point in self._shard.query(request)
         ]
 
@@ -143,7 +144,7 @@ class QdrantEdgeVectorIndex:
             vector = (
                 record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
             )
-            found[str(record.payload["chunk_id"])] = np.asarray(vector, dtype=np.float32)
+            found[_chunk_id(record.payload)] = np.asarray(vector, dtype=np.float32)
         return found
 
     def _compile(self, search_filter: SearchFilter) -> Filter:
@@ -181,7 +182,7 @@ class QdrantEdgeVectorIndex:
             records, offset = self._shard.scroll(
                 ScrollRequest(filter=condition, limit=256, offset=offset, with_payload=["chunk_id"])
             )
-            found.update(str(r.payload["chunk_id"]) for r in records)
+            found.update(_chunk_id(r.payload) for r in records)
             if offset is None:
                 return found
 
@@ -192,3 +193,10 @@ class QdrantEdgeVectorIndex:
 
 # A condition no point satisfies: every chunk has a doc_id, so "doc_id must be empty" fails.
 _MATCH_NOTHING = Filter(must=[FieldCondition("doc_id", is_empty=True)])
+
+
+def _chunk_id(payload: dict[str, Any] | None) -> str:
+    """The chunk id every point carries (each request asks for it in its payload)."""
+    if payload is None or "chunk_id" not in payload:
+        raise RuntimeError("a vector point without its chunk_id: the store is damaged")
+    return str(payload["chunk_id"])

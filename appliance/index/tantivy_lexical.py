@@ -236,7 +236,8 @@ class TantivyLexicalIndex:
         def count(query: Query) -> int:
             if admitted is not None:
                 query = Query.boolean_query([(Occur.Must, query), (Occur.Must, admitted)])
-            return int(searcher.search(query, 1, count=True).count)
+            found = searcher.search(query, 1, count=True)
+            return int(found.count)  # type: ignore[attr-defined]  # tantivy's stub lacks it
 
         def containing(term: str) -> Query:
             fields = [Query.term_query(self._schema, f, term) for f in _TEXT_FIELDS]

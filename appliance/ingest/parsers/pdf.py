@@ -22,7 +22,7 @@ from pdfplumber.utils.exceptions import PdfminerException
 from appliance.ingest.errors import IngestError
 from appliance.ingest.parse_limits import LimitExceeded, check_pages
 from appliance.ingest.textbuilder import TextBuilder
-from appliance.records import ParsedDocument
+from appliance.records import BlockKind, ParsedDocument
 
 _LIST_ITEM = re.compile(r"^(?:[-*\u2022\u25cf]|\d{1,3}[.)]|\([a-z0-9]{1,3}\))\s+")
 _HEADING_SCALE = 1.15
@@ -97,7 +97,9 @@ def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
     builder = TextBuilder()
     title = (pdf.metadata or {}).get("Title") or None
     for number, tables, lines in pages:
-        items: list[tuple[float, str, Any, int]] = [(t.bbox[1], "table", t, 0) for t in tables]
+        items: list[tuple[float, BlockKind, Any, int]] = [
+            (t.bbox[1], "table", t, 0) for t in tables
+        ]
         items.extend(_paragraphs(lines, body_size, levels))
         for _top, kind, content, level in sorted(items, key=lambda item: item[0]):
             if kind == "table":
@@ -111,9 +113,9 @@ def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
 
 def _paragraphs(
     lines: list[dict[str, Any]], body_size: float, levels: dict[float, int]
-) -> list[tuple[float, str, str, int]]:
+) -> list[tuple[float, BlockKind, str, int]]:
     """Group text lines into headings, list items and paragraphs by size and spacing."""
-    result: list[tuple[float, str, str, int]] = []
+    result: list[tuple[float, BlockKind, str, int]] = []
     current: list[str] = []
     current_top = 0.0
     previous_bottom: float | None = None
@@ -123,7 +125,7 @@ def _paragraphs(
         nonlocal heading
         if current:
             text = " ".join(current)
-            kind = "list_item" if _LIST_ITEM.match(text) else "paragraph"
+            kind: BlockKind = "list_item" if _LIST_ITEM.match(text) else "paragraph"
             result.append((current_top, kind, text, 0))
             current.clear()
         if heading is not None:
