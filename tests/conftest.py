@@ -31,15 +31,6 @@ SAMPLE_READER = Subject(
 """Under the shipped policy, a subject who may read every sample document."""
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if SLOW:
-        return
-    skip = pytest.mark.skip(reason="slow: run with APPLIANCE_SLOW_TESTS=1")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
-
-
 def audit_entries(data_dir: Path, event_type: str | None = None) -> list[dict]:  # type: ignore[type-arg]
     """The entries (of one type, or all) in a data directory's audit log, oldest first."""
     import json

@@ -1,16 +1,26 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from appliance.settings import Settings
 
 
 def test_defaults_need_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
+    monkeypatch.delenv("APPLIANCE_DATA_DIR", raising=False)
     settings = Settings()
-    assert settings.lexical_engine == "tantivy"
-    assert settings.vector_engine == "qdrant-edge"
+    assert settings.data_dir.is_absolute() and settings.lexical_dir.parent == settings.data_dir
+    assert settings.shipped_policy.is_file() and settings.ward_language.is_file()
     assert settings.retrieval.rrf_k == 60
+
+
+def test_a_setting_nothing_reads_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
+    with pytest.raises(ValidationError, match="lexical_engine"):
+        Settings(lexical_engine="opensearch")
+    with pytest.raises(ValidationError, match="top_k"):
+        Settings(retrieval={"top_k": 5})
 
 
 def test_environment_and_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,3 +47,24 @@ def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APPLIANCE_RETRIEVAL__RRF_K", "0")
     with pytest.raises(ValueError, match="rrf_k"):
         Settings()
+
+
+def test_every_setting_says_what_it_does_and_the_settings_page_is_current() -> None:
+    from pydantic import BaseModel
+
+    from scripts.settings_table import PAGE, table
+
+    groups = [Settings] + [
+        f.annotation
+        for f in Settings.model_fields.values()
+        if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
+    ]
+    undescribed = [
+        f"{group.__name__}.{name}"
+        for group in groups
+        for name, field in group.model_fields.items()
+        if not field.description
+        and not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel))
+    ]
+    assert undescribed == []
+    assert PAGE.read_text(encoding="utf-8") == table(), "run scripts/settings_table.py"

@@ -19,7 +19,7 @@ from audit.merkle import (
 )
 
 VECTORS = json.loads(
-    (Path(__file__).resolve().parent.parent / "data" / "rfc6962_vectors.json").read_text()
+    (Path(__file__).resolve().parents[2] / "data" / "rfc6962_vectors.json").read_text()
 )
 LEAVES = [bytes.fromhex(h) for h in VECTORS["leaves"]]
 

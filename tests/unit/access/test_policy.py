@@ -19,7 +19,7 @@ from appliance.settings import PROJECT_ROOT
 
 MODEL = PROJECT_ROOT / "policies" / "model.conf"
 SHIPPED = PROJECT_ROOT / "policies" / "policy.csv"
-TRUTH_TABLE = Path(__file__).resolve().parent.parent / "data" / "access_truth_table.csv"
+TRUTH_TABLE = Path(__file__).resolve().parents[2] / "data" / "access_truth_table.csv"
 PATIENT_IN_TEAM, PATIENT_OUTSIDE = "P-100", "P-200"
 
 
