@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,47 +28,73 @@ def _default_data_dir() -> Path:
     return Path(base) / "clinical-appliance"
 
 
-class Limits(BaseModel):
+class _Group(BaseModel):
+    """A group of settings: an unknown name is an error (a misspelt setting must not be
+    silently ignored), and each field's docstring is its description."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Limits(_Group):
     """Bounds that protect the appliance from oversized or pathological input."""
 
     max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    """The largest document file ingested; a larger one is refused, naming this setting."""
     max_chunk_chars: int = Field(1000, ge=200)
+    """The longest passage a chunk holds; longer sections are cut at sentence ends."""
     max_query_chars: int = Field(2000, gt=0)
+    """The longest question accepted."""
     max_unpacked_bytes: int = Field(64 * 1024 * 1024, gt=0)
     """What an Office file may unpack to (a small zip can hold gigabytes of XML)."""
     max_pages: int = Field(2_000, gt=0)
+    """Pages of one PDF."""
     max_blocks: int = Field(50_000, gt=0)
     """Paragraphs, headings, list items and tables of one document."""
     max_text_chars: int = Field(5_000_000, gt=0)
+    """Characters of text one document may hold once read."""
     max_seconds: float = Field(120.0, gt=0)
     """Reading one document (parsing, before chunking and embedding)."""
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(_Group):
     """How many candidates each retriever returns and how they are fused."""
 
     rrf_k: int = Field(60, gt=0)
+    """Reciprocal rank fusion's k: score = sum over retrievers of 1 / (k + rank)."""
     candidates_per_retriever: int = Field(50, gt=0)
-    top_k: int = Field(10, gt=0)
+    """How deep each retriever ranks before fusion."""
     title_boost: float = Field(2.0, gt=0)
+    """BM25 weight of a match in the document title."""
     heading_boost: float = Field(1.5, gt=0)
+    """BM25 weight of a match in the section headings."""
     identifier_boost: float = Field(3.0, gt=0)
+    """BM25 weight of an exact code or identifier (E11.9, a drug code)."""
 
 
-class RerankSettings(BaseModel):
+class RerankSettings(_Group):
     """Which rerank stages run after fusion, and how."""
 
-    cross_encoder: bool = True  # used when a model fills the role below
+    cross_encoder: bool = True
+    """Rerank with the cross-encoder, when a model fills ``cross_encoder_role``."""
     cross_encoder_role: str = "reranker"
+    """The model registry role of the cross-encoder."""
     cross_encoder_candidates: int = Field(20, ge=1)
+    """How many fused candidates the cross-encoder rescores."""
     cage: bool = True
+    """Rerank with CAGE (parse graphs are then built at ingestion)."""
     cage_candidates: int = Field(10, ge=2)
+    """How many top candidates CAGE reorders."""
     cage_alpha: float = Field(0.7, ge=0.0, le=1.0)
+    """CAGE's weight of relevance against coherence (1: relevance only)."""
     cage_epochs: int = Field(30, ge=1)
+    """CAGE's training epochs per question."""
     cage_seed: int = 13
+    """CAGE's random seed: the same question gives the same order."""
 
 
-class AnswerSettings(BaseModel):
+class AnswerSettings(_Group):
+    """When the answer path refuses, and how much it reads."""
+
     relevance_floor: float = Field(0.42, ge=-1, le=1)
     """Below this cosine between question and best passage the documents do not answer."""
     min_question_coverage: float = Field(0.5, ge=0, le=1)
@@ -78,43 +104,59 @@ class AnswerSettings(BaseModel):
     """How many ranked passages the generator is given."""
 
 
-class GeneratorSettings(BaseModel):
+class GeneratorSettings(_Group):
     """Which generator writes answers. ``extractive`` needs no LLM (the CPU default);
     ``llama-cpp`` starts a local llama.cpp server with the GGUF model in ``model_role``;
     ``openai`` talks to a running OpenAI-compatible server (vLLM on a GPU host)."""
 
     kind: Literal["extractive", "llama-cpp", "openai"] = "extractive"
+    """Which generator writes answers."""
     model_role: str = "llm-small"
+    """The registry role of the GGUF model ``llama-cpp`` serves."""
     server_url: str = "http://127.0.0.1:8000/v1"
+    """The OpenAI-compatible server ``openai`` asks (vLLM's default address)."""
     served_model: str = "clinical-llama"
+    """The model name that server serves."""
     structured_output: Literal["json_schema", "json_object"] = "json_schema"
+    """How the answer's shape is enforced: a JSON schema (vLLM, llama.cpp) or JSON mode."""
     api_key_env: str = "APPLIANCE_LLM_API_KEY"
     """The environment variable that holds the server's API key, if it wants one."""
     max_tokens: int = Field(768, gt=0, le=8192)
+    """The longest answer generated, in tokens."""
     timeout_s: float = Field(300.0, gt=0)
+    """How long one generation may take before it is an error."""
     context_tokens: int = Field(4096, ge=512)
+    """The llama.cpp server's context window."""
     threads: int | None = Field(None, gt=0)
+    """The llama.cpp server's threads (None: as many as cores)."""
 
 
-class ServiceSettings(BaseModel):
+class ServiceSettings(_Group):
     """The web services (``appliance-web serve``)."""
 
     host: str = "127.0.0.1"
+    """The address the web service listens on (loopback: put a TLS proxy in front)."""
     port: int = Field(8080, gt=0, lt=65536)
+    """The port the web service listens on."""
     secure_cookies: bool = True
     """Session and CSRF cookies only over HTTPS (browsers treat localhost as secure)."""
     session_hours: float = Field(8.0, gt=0, le=24)
+    """How long a signed-in session lasts."""
     jwks_file: Path | None = None
     """The identity provider's signing keys (a JWKS file): bearer tokens are checked
     against it, with no network fetch. None: bearer tokens are refused."""
     jwt_issuer: str | None = None
+    """The ``iss`` a bearer token must carry."""
     jwt_audience: str | None = None
+    """The ``aud`` a bearer token must carry."""
     max_request_bytes: int = Field(64 * 1024, gt=0)
     """Any request body but an upload."""
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    """One upload of documents, all files together."""
     login_per_minute: int = Field(10, gt=0)
     """Failed sign-ins a minute, per address and per account."""
     ask_per_minute: int = Field(120, gt=0)
+    """Questions a minute, per user."""
     trusted_proxies: list[str] = []
     """Addresses of reverse proxies whose X-Forwarded-For is believed. Empty: the peer's
     own address counts (a client cannot choose its address by a header)."""
@@ -124,7 +166,9 @@ class ServiceSettings(BaseModel):
     """A file holding a bearer token that also opens /metrics and /ready."""
 
 
-class AuditSettings(BaseModel):
+class AuditSettings(_Group):
+    """When the audit log signs checkpoints, and who witnesses them."""
+
     checkpoint_every: int = Field(1000, gt=0)
     """Sign a checkpoint at least every this many entries ..."""
     checkpoint_seconds: float = Field(60.0, gt=0)
@@ -135,29 +179,40 @@ class AuditSettings(BaseModel):
     witness_syslog: str | None = None
     """``host:port`` of the site's syslog collector, which receives every checkpoint."""
     witness_syslog_tcp: bool = False
+    """Send to the syslog collector over TCP instead of UDP."""
 
 
 class Settings(BaseSettings):
     """Everything an operator may set; nested values use ``__`` in env names."""
 
     model_config = SettingsConfigDict(
-        env_prefix="APPLIANCE_", env_nested_delimiter="__", extra="forbid"
+        env_prefix="APPLIANCE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        use_attribute_docstrings=True,
     )
 
     data_dir: Path = Field(default_factory=_default_data_dir)
+    """Everything the appliance writes: stores, catalog, audit log, access, site models
+    (default ``$XDG_DATA_HOME/clinical-appliance``)."""
     models_dir: Path = PROJECT_ROOT / "models"
+    """The shipped model manifests (and the models the repository carries)."""
     policy_model: Path = PROJECT_ROOT / "policies" / "model.conf"
+    """The Casbin model of the access policy."""
     shipped_policy: Path = PROJECT_ROOT / "policies" / "policy.csv"
+    """Copied into the data directory on first use; the site edits its copy."""
     ward_language: Path = PROJECT_ROOT / "policies" / "ward-language.toml"
     """Reviewed ward shorthand and protected drug stems (the question reader's data)."""
-    """Copied into the data directory on first use; the site edits its copy."""
     local_model_dir: Path | None = None
-    lexical_engine: Literal["tantivy"] = "tantivy"
-    vector_engine: Literal["qdrant-edge"] = "qdrant-edge"
+    """Where a site's model bundle was unpacked (models not installed as packages)."""
     embedder_role: str = "embedder"
+    """The registry role of the sentence embedder."""
     embed_batch_size: int = Field(16, gt=0)
+    """Passages embedded per batch at ingestion."""
     embed_precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    """``auto``: bfloat16 where the CPU computes it natively, else float32."""
     ingest_batch_documents: int = Field(32, gt=0)
+    """Documents written to the stores per commit."""
     limits: Limits = Field(default_factory=Limits)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)

@@ -1,8 +1,8 @@
 """The stores behind small interfaces: lexical (BM25) and dense vectors.
 
-Each interface has an embedded default here (tantivy, qdrant-edge) and, in later
-work, a production server beside it (OpenSearch, Qdrant). One contract test suite
-(``tests/contract``) runs against every implementation.
+Each interface has an embedded default here (tantivy, qdrant-edge); the production
+servers (OpenSearch, Qdrant) are to join them behind the same interfaces. One contract
+test suite (``tests/contract``) runs against every implementation.
 """
 
 from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
