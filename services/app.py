@@ -26,9 +26,9 @@ from litestar.stores.memory import MemoryStore
 
 from appliance.engines import Appliance
 from appliance.settings import Settings
-from services.api import API_HANDLERS, ask, upload
 from services.auth import session_of
 from services.pages import PAGE_HANDLERS, STATIC, login
+from services.routes import api_routers
 from services.security import (
     HardeningMiddleware,
     JsonDepthMiddleware,
@@ -137,17 +137,12 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
         store="ask-rate",
         identifier_for_request=_asker,
     )
-    others = [h for h in [*API_HANDLERS, *PAGE_HANDLERS] if h not in (ask, login, upload)]
+    others = [h for h in PAGE_HANDLERS if h is not login]
     app = Litestar(
         route_handlers=[
+            *api_routers(service_settings, ask_limit),
             *others,
             Router("/", route_handlers=[login], middleware=[login_limit.middleware]),
-            Router("/", route_handlers=[ask], middleware=[ask_limit.middleware]),
-            Router(
-                "/",
-                route_handlers=[upload],
-                request_max_body_size=service_settings.max_upload_bytes,
-            ),
             MetricsController,
             create_static_files_router(path="/static", directories=[STATIC]),
         ],

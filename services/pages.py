@@ -8,20 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from litestar import MediaType, Request, Response, get, post
-from litestar.exceptions import NotAuthorizedException, TooManyRequestsException
+from litestar.exceptions import (
+    NotAuthorizedException,
+    NotFoundException,
+    TooManyRequestsException,
+)
 from litestar.params import JSONBody
 from litestar.response import Redirect
 
-from services.auth import require_action, session_of, subject_of
+from services.auth import session_of, subject_of
+from services.routes.layers import service_state
+from services.schemas import SignedInBody, SignedOutBody
 from services.security import ERROR_RESPONSES, request_id_of
-from services.state import ServiceState
 
 STATIC = Path(__file__).parent / "static"
-
-
-def _state(request: Request) -> ServiceState:
-    service: ServiceState = request.app.state.service
-    return service
 
 
 def _page(name: str) -> Response[str]:
@@ -41,10 +41,10 @@ class Credentials:
     summary="Sign in (local account)",
     responses=ERROR_RESPONSES,
 )
-def login(request: Request, data: JSONBody[Credentials]) -> Response[dict[str, Any]]:
+def login(request: Request, data: JSONBody[Credentials]) -> Response[SignedInBody]:
     """A fresh session under a new id, whatever session id the client sent; the old
     session, if any, ends."""
-    state = _state(request)
+    state = service_state(request)
     trail = state.appliance.audit_trail
     request_id = request_id_of(request.scope)
     if state.sign_in_throttle.blocked(data.user_id):
@@ -74,8 +74,8 @@ def login(request: Request, data: JSONBody[Credentials]) -> Response[dict[str, A
     summary="Sign out",
     responses=ERROR_RESPONSES,
 )
-def logout(request: Request) -> Response[dict[str, bool]]:
-    state = _state(request)
+def logout(request: Request) -> Response[SignedOutBody]:
+    state = service_state(request)
     session = session_of(request)
     if session is not None:
         state.sessions.end(session.session_id)
@@ -89,7 +89,7 @@ def logout(request: Request) -> Response[dict[str, bool]]:
 
 @get("/", sync_to_thread=False, include_in_schema=False)
 def home(request: Request) -> Redirect:
-    signed_in = subject_of(request, _state(request)) is not None
+    signed_in = subject_of(request, service_state(request)) is not None
     return Redirect("/ask" if signed_in else "/login")
 
 
@@ -100,16 +100,21 @@ def login_page() -> Response[str]:
 
 @get("/ask", sync_to_thread=True, include_in_schema=False)
 def clinician_page(request: Request) -> Response[Any]:
-    if subject_of(request, _state(request)) is None:
+    if subject_of(request, service_state(request)) is None:
         return Redirect("/login")
     return _page("clinician.html")
 
 
 @get("/compliance", sync_to_thread=True, include_in_schema=False)
 def compliance_page(request: Request) -> Response[Any]:
-    if subject_of(request, _state(request)) is None:
+    """Signed out: to the sign-in page. Signed in without the right: as if there were no
+    such page (a page one may not see is not advertised)."""
+    state = service_state(request)
+    subject = subject_of(request, state)
+    if subject is None:
         return Redirect("/login")
-    require_action(request, _state(request), "review-audit")
+    if not state.appliance.guard.decide_system(subject, "review-audit").allowed:
+        raise NotFoundException()
     return _page("compliance.html")
 
 

@@ -1,0 +1,68 @@
+"""The JSON API, one router per concern, each declaring who may call it (guards), what
+its handlers are given (dependencies) and its limits:
+
+- ``clinician``: ask, open a cited document, history, break-the-glass, who am I (signed in);
+- ``ingestion``: upload and follow a job (the policy's ``ingest`` action);
+- ``audit``: search, records with proofs, status, verify, export (``review-audit``);
+- ``operations``: health and readiness (no sign-in; ``/ready`` for the operations
+  addresses only).
+
+``layers`` holds the guards and dependencies.
+"""
+
+from __future__ import annotations
+
+from litestar import Router
+from litestar.middleware.rate_limit import RateLimitConfig
+
+from appliance.settings import ServiceSettings
+from services.routes import audit, clinician, ingestion, operations
+from services.routes.layers import DEPENDENCIES, may, signed_in
+
+
+def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[Router]:
+    return [
+        Router(
+            "/api",
+            route_handlers=[clinician.ask],
+            guards=[signed_in],
+            dependencies=DEPENDENCIES,
+            middleware=[ask_limit.middleware],
+        ),
+        Router(
+            "/api",
+            route_handlers=[
+                clinician.document,
+                clinician.history,
+                clinician.start_break_glass,
+                clinician.end_break_glass,
+                clinician.me,
+            ],
+            guards=[signed_in],
+            dependencies=DEPENDENCIES,
+        ),
+        Router(
+            "/api",
+            route_handlers=[ingestion.upload, ingestion.job_status],
+            guards=[may("ingest")],
+            dependencies=DEPENDENCIES,
+            request_max_body_size=settings.max_upload_bytes,
+        ),
+        Router(
+            "/api/audit",
+            route_handlers=[
+                audit.audit_records,
+                audit.audit_record,
+                audit.audit_status,
+                audit.audit_verify,
+                audit.audit_export,
+            ],
+            guards=[may("review-audit")],
+            dependencies=DEPENDENCIES,
+        ),
+        Router(
+            "/",
+            route_handlers=[operations.health, operations.ready],
+            dependencies=DEPENDENCIES,
+        ),
+    ]
