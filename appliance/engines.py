@@ -33,11 +33,7 @@ from appliance.nlp.embedder import Embedder
 from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.query import QueryPipeline
-from appliance.rerank.base import RerankStage
-from appliance.rerank.cage import CageConfig, CageReranker
-from appliance.rerank.cage_stage import CageStage
-from appliance.rerank.cross_encoder import CrossEncoderReranker
-from appliance.rerank.cross_encoder_stage import CrossEncoderStage
+from appliance.rerank.stages import open_stages
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
@@ -152,22 +148,7 @@ class Appliance:
     def query(self) -> QueryPipeline:
         """Retrieve, fuse, screen, then the rerank stages in order: the cross-encoder
         when a model fills its role, then CAGE."""
-        rerank = self.settings.rerank
-        stages: list[RerankStage] = []
-        role = rerank.cross_encoder_role
-        if rerank.cross_encoder and self.registry.has(role):
-            manifest = self.registry.manifest(role)
-            reranker = CrossEncoderReranker(self.registry.load(role), manifest.threshold)
-            stages.append(
-                CrossEncoderStage(reranker, rerank.cross_encoder_candidates, manifest.name)
-            )
-        if rerank.cage:
-            config = CageConfig(
-                alpha=rerank.cage_alpha, epochs=rerank.cage_epochs, seed=rerank.cage_seed
-            )
-            stages.append(
-                CageStage(self.catalog, self.vectors, CageReranker(config), rerank.cage_candidates)
-            )
+        stages = open_stages(self.settings.rerank, self.registry, self.catalog, self.vectors)
         return QueryPipeline(self.retriever, self.guard, stages, self.audit_trail)
 
     def pipeline(self) -> dict[str, object]:

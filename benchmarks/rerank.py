@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rerank_bench.harness import GraphCache, evaluate
+from rerank_bench.product import PRODUCT, ProductPipeline
 from rerank_bench.report import markdown, summarise, write_report
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
@@ -43,6 +44,9 @@ def main(
     with open_appliance() as appliance:
         builder = ParseGraphBuilder(appliance.registry.load("spacy-vectors"))
         cache = GraphCache(appliance.settings.data_dir / "cache" / "pool-graphs.sqlite3", builder)
+        pipeline = ProductPipeline(appliance.settings, appliance.registry)
+        stages = ", then ".join(pipeline.describe()) or "fusion only"
+        errors.print(f"{PRODUCT}: RRF k={appliance.settings.retrieval.rrf_k}, then {stages}")
         cross_encoder = None
         if appliance.registry.has(reranker_role):
             manifest = appliance.registry.manifest(reranker_role)
@@ -74,6 +78,7 @@ def main(
                     limit=limit,
                     progress=advance,
                     cross_encoder=cross_encoder,
+                    product=(f"{PRODUCT} ({stages})", pipeline.rank),
                 )
     summary = summarise(results)
     for written in write_report(summary, out, command):

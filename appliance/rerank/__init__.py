@@ -1,6 +1,7 @@
 """Reranking after fusion, one contract for every stage (``base.RerankStage``).
 
-The stages: ``cross_encoder_stage`` (the registry's cross-encoder, ``cross_encoder``) and
+``stages.open_stages`` builds them, in order, as the settings say. The stages:
+``cross_encoder_stage`` (the registry's cross-encoder, ``cross_encoder``) and
 ``cage_stage`` (CAGE: ``cage`` scores, ``relational_layer`` and ``diversity_training``
 are its internals). The research methods compared with them live in
 ``benchmarks/rerank_bench``.

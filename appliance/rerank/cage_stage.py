@@ -7,17 +7,29 @@ vector store: a query neither parses nor embeds a passage.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
-from appliance.index.base import VectorIndex
-from appliance.ingest.catalog import Catalog
 from appliance.nlp.parse_graph import PassageGraph
 from appliance.records import Candidate
 from appliance.rerank.base import RerankQuery
 from appliance.rerank.cage import CageReranker
 
 log = logging.getLogger(__name__)
+
+
+class StoredGraphs(Protocol):
+    """Where the parse graphs built at ingestion are kept (the catalog)."""
+
+    def graphs(self, chunk_ids: Sequence[str]) -> dict[str, bytes]: ...
+
+
+class StoredVectors(Protocol):
+    """Where the chunk vectors are kept (the vector store)."""
+
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
 class CageStage:
@@ -29,7 +41,11 @@ class CageStage:
     relevance_threshold = None
 
     def __init__(
-        self, catalog: Catalog, vectors: VectorIndex, reranker: CageReranker, candidates: int = 10
+        self,
+        catalog: StoredGraphs,
+        vectors: StoredVectors,
+        reranker: CageReranker,
+        candidates: int = 10,
     ) -> None:
         self._catalog = catalog
         self._vectors = vectors

@@ -44,6 +44,8 @@ class QuestionInputs:
     cosine: np.ndarray
     graphs: list[PassageGraph]
     relevance: np.ndarray | None = None  # cross-encoder probabilities, when one is installed
+    query_vector: np.ndarray | None = None
+    passage_vectors: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -208,14 +210,20 @@ def evaluate(
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     cross_encoder: CrossEncoderReranker | None = None,
+    product: tuple[str, Callable[[QuestionInputs], Ranking]] | None = None,
 ) -> dict[str, MethodResult]:
+    """Every method on every question of the pool file. ``product``: a named ranker that
+    joins them (the product's own pipeline, ``product.ProductPipeline``)."""
     questions = read_pools(path, limit)
     rankers = methods(k, epochs, with_cross_encoder=cross_encoder is not None)
+    if product is not None:
+        rankers[product[0]] = product[1]
     results = {name: MethodResult() for name in rankers}
     for number, question in enumerate(questions, start=1):
         texts = [p.full_text for p in question.passages]
         vectors = embedder.embed([question.question, *texts])
         inputs = QuestionInputs(question, vectors[1:] @ vectors[0], cache.graphs(texts))
+        inputs.query_vector, inputs.passage_vectors = vectors[0], vectors[1:]
         cross_encoder_ms = 0.0
         if cross_encoder is not None:
             started = time.perf_counter()

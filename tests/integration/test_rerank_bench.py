@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from appliance.settings import PROJECT_ROOT
@@ -67,3 +68,38 @@ def test_the_command_line_report_names_the_data_directory_of_its_models(tmp_path
     assert result.returncode == 0, result.stderr
     table = (tmp_path / "report" / "rerank.md").read_text(encoding="utf-8")
     assert f"Command: `APPLIANCE_DATA_DIR={data_dir} benchmarks/rerank.py --data" in table
+
+
+def test_the_product_row_ranks_as_the_query_path_does(
+    tmp_path: Path, embedder, graph_builder
+) -> None:
+    """Fusion by reciprocal rank (k=60, ties by id), then CAGE over the fused top 10
+    with the cosine as its similarity, computed here from their definitions."""
+    from appliance.model_registry import ModelRegistry
+    from appliance.rerank.cage import CageConfig, CageReranker
+    from benchmarks.rerank_bench.harness import QuestionInputs, by_score
+    from benchmarks.rerank_bench.product import ProductPipeline
+    from tests.conftest import make_settings
+
+    cache = GraphCache(tmp_path / "graphs.sqlite3", graph_builder)
+    for question in read_pools(HOTPOT, limit=2):
+        texts = [p.full_text for p in question.passages]
+        vectors = embedder.embed([question.question, *texts])
+        cosine = vectors[1:] @ vectors[0]
+        inputs = QuestionInputs(
+            question, cosine, cache.graphs(texts), None, vectors[0], vectors[1:]
+        )
+        fused_score = {
+            i: 1 / (60 + bm25_ranking(question).index(i) + 1)
+            + 1 / (60 + by_score(cosine).index(i) + 1)
+            for i in range(len(texts))
+        }
+        fused = sorted(fused_score, key=lambda i: (-fused_score[i], str(i)))
+        plain = make_settings(tmp_path / "plain", rerank={"cage": False})
+        assert ProductPipeline(plain, ModelRegistry(plain)).rank(inputs) == fused
+        settings = make_settings(tmp_path / "cage")
+        ranked = ProductPipeline(settings, ModelRegistry(settings)).rank(inputs)
+        top = fused[:10]
+        scores = CageReranker(CageConfig()).score(cosine[top], [inputs.graphs[i] for i in top])
+        assert ranked[:10] == [top[i] for i in np.argsort(-scores, kind="stable")]
+        assert ranked[10:] == fused[10:]

@@ -1,0 +1,33 @@
+"""Which rerank stages run, in which order, as the settings say: the cross-encoder when
+enabled and a model fills its role, then CAGE. The query path and the rerank benchmark's
+"product pipeline" row both build their stages here."""
+
+from __future__ import annotations
+
+from appliance.model_registry import ModelRegistry
+from appliance.rerank.base import RerankStage
+from appliance.rerank.cage import CageConfig, CageReranker
+from appliance.rerank.cage_stage import CageStage, StoredGraphs, StoredVectors
+from appliance.rerank.cross_encoder import CrossEncoderReranker
+from appliance.rerank.cross_encoder_stage import CrossEncoderStage
+from appliance.settings import RerankSettings
+
+
+def open_stages(
+    settings: RerankSettings,
+    registry: ModelRegistry,
+    graphs: StoredGraphs,
+    vectors: StoredVectors,
+) -> list[RerankStage]:
+    stages: list[RerankStage] = []
+    role = settings.cross_encoder_role
+    if settings.cross_encoder and registry.has(role):
+        manifest = registry.manifest(role)
+        reranker = CrossEncoderReranker(registry.load(role), manifest.threshold)
+        stages.append(CrossEncoderStage(reranker, settings.cross_encoder_candidates, manifest.name))
+    if settings.cage:
+        config = CageConfig(
+            alpha=settings.cage_alpha, epochs=settings.cage_epochs, seed=settings.cage_seed
+        )
+        stages.append(CageStage(graphs, vectors, CageReranker(config), settings.cage_candidates))
+    return stages
