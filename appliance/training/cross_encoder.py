@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -201,24 +201,15 @@ class CrossEncoderTrainer(PairClassifierTrainer[Pair]):
     """One relevance logit per (question, passage), trained with binary cross-entropy;
     the epoch with the best held-out Recall@2 is kept, and the threshold with the best F1."""
 
+    defaults: ClassVar[dict[str, float]] = {
+        "epochs": 2,
+        "batch_size": 16,
+        "learning_rate": 3e-5,
+        "max_length": 256,
+    }
     metric = "recall_at_2"
     threshold_metric = "f1"
     truncation = "only_second"
-
-    def __init__(
-        self,
-        base_model: Path,
-        *,
-        epochs: int = 2,
-        batch_size: int = 16,
-        learning_rate: float = 3e-5,
-        max_length: int = 256,
-        seed: int = 13,
-    ) -> None:
-        super().__init__(
-            base_model, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-            max_length=max_length, seed=seed,
-        )  # fmt: skip
 
     def model_options(self) -> dict[str, Any]:
         return {"num_labels": 1}

@@ -111,22 +111,27 @@ class PairClassifierTrainer(Generic[Pair]):
     threshold_metric: ClassVar[str]
     predict_batch_size: ClassVar[int] = 32
     truncation: ClassVar[str] = "longest_first"
+    defaults: ClassVar[dict[str, float]]
+    """This classifier's recipe: epochs, batch_size, learning_rate, max_length."""
 
     def __init__(
         self,
         base_model: Path,
         *,
-        epochs: int,
-        batch_size: int,
-        learning_rate: float,
-        max_length: int,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        learning_rate: float | None = None,
+        max_length: int | None = None,
         seed: int = 13,
     ) -> None:
+        """Hyperparameters left out take the recipe's value (``defaults``)."""
         self.base_model = base_model
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.max_length = max_length
+        self.epochs = int(self.defaults["epochs"] if epochs is None else epochs)
+        self.batch_size = int(self.defaults["batch_size"] if batch_size is None else batch_size)
+        self.learning_rate = float(
+            self.defaults["learning_rate"] if learning_rate is None else learning_rate
+        )
+        self.max_length = int(self.defaults["max_length"] if max_length is None else max_length)
         self.seed = seed
 
     # The hooks.

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -113,24 +113,15 @@ class VerifierTrainer(PairClassifierTrainer[NliPair]):
     like length; the epoch with the best held-out accuracy is kept, and the entailment
     threshold with the best F0.5."""
 
+    defaults: ClassVar[dict[str, float]] = {
+        "epochs": 1,
+        "batch_size": 32,
+        "learning_rate": 4e-5,
+        "max_length": 128,
+    }
     metric = "accuracy"
     threshold_metric = "f0_5"
     predict_batch_size = 64
-
-    def __init__(
-        self,
-        base_model: Path,
-        *,
-        epochs: int = 1,
-        batch_size: int = 32,
-        learning_rate: float = 4e-5,
-        max_length: int = 128,
-        seed: int = 13,
-    ) -> None:
-        super().__init__(
-            base_model, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-            max_length=max_length, seed=seed,
-        )  # fmt: skip
 
     def model_options(self) -> dict[str, Any]:
         return {
