@@ -90,6 +90,13 @@ class RerankSettings(_Group):
     """CAGE's training epochs per question."""
     cage_seed: int = 13
     """CAGE's random seed: the same question gives the same order."""
+    chain: bool = False
+    """After CAGE, the title-and-entity chain: a passage that a strong passage leads to (by
+    its document's title, or a name the question does not use) comes up behind it."""
+    chain_candidates: int = Field(10, ge=2)
+    """How many top candidates the chain reorders."""
+    chain_weight: float = Field(0.55, ge=0.0)
+    """How much a link from a chosen passage lends (0.55: best on the training pools)."""
 
 
 class AnswerSettings(_Group):

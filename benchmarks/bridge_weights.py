@@ -24,16 +24,14 @@ from pathlib import Path
 import numpy as np
 from rerank_bench.bridge import (
     bridge_scores,
-    chain_selection,
-    entity_links,
     hybrid_first_stage,
-    title_and_entity_links,
 )
 from rerank_bench.harness import bm25_ranking
 from rich.console import Console
 from rich.table import Table
 
 from appliance.cli.common import open_appliance
+from appliance.rerank.chain import chain_selection, entity_links, title_and_entity_links
 from appliance.settings import PROJECT_ROOT
 from appliance.training.pools import read_pools
 

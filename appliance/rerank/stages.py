@@ -1,6 +1,6 @@
 """Which rerank stages run, in which order, as the settings say: the cross-encoder when
-enabled and a model fills its role, then CAGE. The query path and the rerank benchmark's
-"product pipeline" row both build their stages here."""
+enabled and a model fills its role, then CAGE, then the title-and-entity chain. The
+query path and the rerank benchmark's "product pipeline" row both build them here."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from appliance.model_registry import ModelRegistry
 from appliance.rerank.base import RerankStage
 from appliance.rerank.cage import CageConfig, CageReranker
 from appliance.rerank.cage_stage import CageStage, StoredGraphs, StoredVectors
+from appliance.rerank.chain_stage import ChainStage
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.rerank.cross_encoder_stage import CrossEncoderStage
 from appliance.settings import RerankSettings
@@ -30,4 +31,6 @@ def open_stages(
             alpha=settings.cage_alpha, epochs=settings.cage_epochs, seed=settings.cage_seed
         )
         stages.append(CageStage(graphs, vectors, CageReranker(config), settings.cage_candidates))
+    if settings.chain:
+        stages.append(ChainStage(settings.chain_candidates, settings.chain_weight))
     return stages

@@ -24,15 +24,13 @@ from appliance.index.tantivy_lexical import stemmed_analyzer
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder, PassageGraph
 from appliance.rerank.cage import CageConfig, CageReranker
+from appliance.rerank.chain import chain_selection, entity_links, title_and_entity_links
 from appliance.rerank.cross_encoder import CrossEncoderReranker
 from appliance.training.pools import PoolQuestion, read_pools
 
 from .bridge import (
     bridge_scores,
-    chain_selection,
-    entity_links,
     hybrid_first_stage,
-    title_and_entity_links,
 )
 
 Ranking = list[int]

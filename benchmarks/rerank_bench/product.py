@@ -3,9 +3,9 @@ stages, built by ``appliance.rerank.stages.open_stages`` from the settings, so t
 figure the README reports for the product is the product's.
 
 A pool stands in for the stores: BM25 over the pool (the product's analyzer) and the
-cosine ranking are fused by the product's reciprocal rank fusion, every passage becomes a
-chunk of one document, and the stages read the pool's parse graphs and passage vectors as
-they read the catalog and the vector store.
+cosine ranking are fused by the product's reciprocal rank fusion, every passage becomes
+the one chunk of a document titled as the passage's page, and the stages read the pool's
+parse graphs and passage vectors as they read the catalog and the vector store.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from appliance.rerank.base import RerankQuery
 from appliance.rerank.stages import open_stages
 from appliance.retrieve.fusion import reciprocal_rank_fusion
 from appliance.settings import Settings
+from appliance.training.pools import Passage
 
 from .harness import QuestionInputs, Ranking, bm25_ranking, by_score
 
 PRODUCT = "Product pipeline as configured"
-_POOL = DocumentMetadata(doc_id="pool", title="pool", effective_from=dt.date(2000, 1, 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +68,7 @@ class ProductPipeline:
         }
         fused = reciprocal_rank_fusion(rankings, k=self._settings.retrieval.rrf_k)
         candidates = [
-            Candidate(
-                _chunk(int(chunk_id), question.passages[int(chunk_id)].full_text), score, hits
-            )
+            Candidate(_chunk(int(chunk_id), question.passages[int(chunk_id)]), score, hits)
             for chunk_id, score, hits in fused
         ]
         stages = open_stages(self._settings.rerank, self._registry, stores, stores)
@@ -80,5 +78,10 @@ class ProductPipeline:
         return [int(c.chunk.chunk_id) for c in candidates]
 
 
-def _chunk(position: int, text: str) -> Chunk:
-    return Chunk(str(position), "pool", position, text, 0, len(text), (), None, "", _POOL)
+def _chunk(position: int, passage: Passage) -> Chunk:
+    doc_id = f"passage-{position}"
+    metadata = DocumentMetadata(
+        doc_id=doc_id, title=passage.title or doc_id, effective_from=dt.date(2000, 1, 1)
+    )
+    text = passage.full_text
+    return Chunk(str(position), doc_id, 0, text, 0, len(text), (), None, "", metadata)

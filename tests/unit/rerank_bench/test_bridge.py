@@ -3,14 +3,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from appliance.rerank.chain import chain_selection, entity_links, named_entities, title_links
 from benchmarks.rerank_bench.bridge import (
     bridge_scores,
-    chain_selection,
-    entity_links,
     hybrid_first_stage,
-    named_entities,
     title_in_question,
-    title_links,
 )
 
 
