@@ -21,8 +21,13 @@ import numpy as np
 
 
 class Titled(Protocol):
-    title: str
-    text: str
+    """A passage with the title it goes by (a document's, or a page's)."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 def title_pattern(title: str) -> re.Pattern[str] | None:

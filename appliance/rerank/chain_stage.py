@@ -10,11 +10,13 @@ the fused score), so the chain only reorders what those ranked.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from appliance.records import Candidate
 from appliance.rerank.base import RerankQuery
-from appliance.rerank.chain import chain_selection, entity_links, title_pattern
+from appliance.rerank.chain import chain_selection, entity_links, title_links
 
 _PREVIOUS = ("cage", "cross_encoder")
 
@@ -46,7 +48,8 @@ class ChainStage:
             return candidates
         scores = np.array([_previous_score(c) for c in top], dtype=np.float32)
         texts = [c.chunk.index_text for c in top]
-        links = np.maximum(entity_links(query.text, texts), _title_links(top))
+        titled = [_Titled(c.chunk.metadata.title, c.chunk.text) for c in top]
+        links = np.maximum(entity_links(query.text, texts), title_links(titled))
         documents = np.array([c.chunk.doc_id for c in top])
         links[documents[:, None] == documents[None, :]] = 0.0
         order = chain_selection(scores, links, self._weight)
@@ -62,16 +65,7 @@ def _previous_score(candidate: Candidate) -> float:
     return candidate.fused_score
 
 
-def _title_links(candidates: list[Candidate]) -> np.ndarray:
-    """links[i, j] = 1 where candidate i's text names candidate j's document title."""
-    count = len(candidates)
-    links = np.zeros((count, count), dtype=np.float32)
-    lowered = [c.chunk.text.lower() for c in candidates]
-    for j, candidate in enumerate(candidates):
-        pattern = title_pattern(candidate.chunk.metadata.title)
-        if pattern is None:
-            continue
-        for i, text in enumerate(lowered):
-            if i != j and pattern.search(text):
-                links[i, j] = 1.0
-    return links
+@dataclass(frozen=True, slots=True)
+class _Titled:
+    title: str
+    text: str
