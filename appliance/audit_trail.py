@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from appliance.access.events import AccessEvent
 from appliance.access.rules import Subject
 from appliance.answer.records import Answer
-from appliance.index.filters import SearchFilter, describe
-from appliance.query import SearchResult, pipeline_hash
+from appliance.index.filters import describe
+from appliance.query import Question, SearchResult, pipeline_hash
 from appliance.records import DocumentMetadata
 from audit.log import AuditLog, Receipt
 
@@ -126,14 +126,9 @@ class AuditTrail:
             "answer", subject.user_id, list(subject.roles), record, answer.request_id
         )
 
-    def question(
-        self,
-        question: str,
-        result: SearchResult,
-        user_filter: SearchFilter | None,
-        mode: str,
-        request_id: str | None = None,
-    ) -> Receipt:
+    def question(self, question: Question, result: SearchResult, mode: str) -> Receipt:
+        """What was searched for whom, under which filters, and every candidate with its
+        ranks, scores and access decision."""
         subject = result.scope.subject
         grant = result.scope.grant
         candidates = [
@@ -156,12 +151,12 @@ class AuditTrail:
             subject.user_id,
             list(subject.roles),
             {
-                "query": question,
+                "query": question.text,
                 **({"searched_as": result.searched_as} if result.searched_as else {}),
                 "mode": mode,
                 "filters": {
                     "access": describe(result.scope.search_filter),
-                    "requested": describe(user_filter),
+                    "requested": describe(question.search_filter),
                     "applied": describe(result.applied_filter),
                 },
                 "candidates": candidates,
@@ -170,7 +165,7 @@ class AuditTrail:
                 "models": self._models,
                 **self._pipeline_fields(),
             },
-            request_id,
+            question.request_id,
         )
 
     # -- documents ----------------------------------------------------------------------

@@ -3,8 +3,10 @@ candidate, rerank through the configured stages (the answer half is ``appliance.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -18,6 +20,19 @@ from appliance.index.filters import AllOf, SearchFilter
 from appliance.records import Candidate
 from appliance.rerank.base import RerankQuery, RerankStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalMode
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question as it enters the question path: its words, who asks, the filter they
+    asked for, the day the documents must be in force, and the request id that ties its
+    audit entries (question, answer, documents opened from it) together."""
+
+    text: str
+    subject: Subject
+    search_filter: SearchFilter | None = None
+    in_force_on: dt.date | None = None
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 @dataclass(slots=True)
@@ -42,14 +57,7 @@ class NotRecorded(RuntimeError):
 class QuestionRecorder(Protocol):
     """Where every question's record goes before its result is returned (the audit log)."""
 
-    def question(
-        self,
-        question: str,
-        result: SearchResult,
-        user_filter: SearchFilter | None,
-        mode: str,
-        request_id: str | None = None,
-    ) -> object: ...
+    def question(self, question: Question, result: SearchResult, mode: str) -> object: ...
 
 
 class QueryPipeline:
@@ -95,20 +103,33 @@ class QueryPipeline:
         search_filter: SearchFilter | None = None,
         mode: RetrievalMode = "hybrid",
         rerank: bool = True,
-        request_id: str | None = None,
+    ) -> SearchResult:
+        """``run_question`` for a question given as words and an asker (``appliance
+        search``); the record gets a fresh request id."""
+        return self.run_question(Question(question, subject, search_filter), top_k, mode, rerank)
+
+    def run_question(
+        self,
+        question: Question,
+        top_k: int = 10,
+        mode: RetrievalMode = "hybrid",
+        rerank: bool = True,
         search_text: str | None = None,
     ) -> SearchResult:
-        """Candidates the subject may read, best first, each with every stage's score;
+        """Candidates the asker may read, best first, each with every stage's score;
         recorded (question, filters, every candidate's scores and access) before returning.
         ``search_text`` is the question as the reader understood it (the question as
         asked is what the record names, with the searched words beside it)."""
-        searched = search_text if search_text and search_text != question else None
-        result = self.search(searched or question, subject, top_k, search_filter, mode, rerank)
+        searched = search_text if search_text and search_text != question.text else None
+        result = self.search(
+            searched or question.text, question.subject, top_k, question.search_filter, mode,
+            rerank,
+        )  # fmt: skip
         result.searched_as = searched
-        self._guard.report_break_glass_use(result.scope, result.candidates, request_id)
+        self._guard.report_break_glass_use(result.scope, result.candidates, question.request_id)
         if self._recorder is not None:
             try:
-                self._recorder.question(question, result, search_filter, mode, request_id)
+                self._recorder.question(question, result, mode)
             except Exception as error:
                 raise NotRecorded(
                     f"the question could not be audited, so no result is given: {error}"

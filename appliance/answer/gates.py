@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from appliance.access.rules import Subject
 from appliance.generate.base import under_heading
 from appliance.index.base import LexicalIndex, VectorIndex
-from appliance.index.filters import SearchFilter, in_force_day, without_dates
+from appliance.index.filters import in_force_day, without_dates
 from appliance.nlp.embedder import Embedder
-from appliance.query import QueryPipeline, SearchResult
+from appliance.query import QueryPipeline, Question, SearchResult
 from appliance.records import AnswerSentence, Candidate, Chunk, Refusal
 from appliance.understand import UnderstoodQuestion
 from appliance.verify.answerability import (
@@ -113,9 +112,8 @@ class AnswerGates:
 
     def before_generation(
         self,
+        question: Question,
         understood: UnderstoodQuestion,
-        subject: Subject,
-        search_filter: SearchFilter | None,
         found: SearchResult,
         question_vectors: np.ndarray,
         relevance: Relevance,
@@ -126,16 +124,15 @@ class AnswerGates:
         relevant = [
             c for c, r in zip(candidates, relevance.scores, strict=True) if r >= relevance.floor
         ]
-        elsewhere = self._not_in_force(
-            understood, subject, search_filter, question_vectors, max(relevance.scores, default=0.0)
-        )
+        best = max(relevance.scores, default=0.0)
+        elsewhere = self._not_in_force(question, understood, question_vectors, best)
         if elsewhere is not None:
             record["not_in_force"] = {
                 "chunk_id": elsewhere.chunk_id, "doc_id": elsewhere.doc_id,
                 "effective_from": elsewhere.metadata.effective_from.isoformat(),
                 "effective_to": iso_day(elsewhere.metadata.effective_to),
             }  # fmt: skip
-            reason = not_in_force_reason(elsewhere, in_force_day(search_filter))
+            reason = not_in_force_reason(elsewhere, in_force_day(question.search_filter))
             return Refusal("not-in-force", reason)
         if not relevant:
             return Refusal("not-relevant", NOT_RELEVANT)
@@ -179,26 +176,26 @@ class AnswerGates:
 
     def _not_in_force(
         self,
+        question: Question,
         understood: UnderstoodQuestion,
-        subject: Subject,
-        search_filter: SearchFilter | None,
         question_vectors: np.ndarray,
         best_in_force: float,
     ) -> Chunk | None:
         """A passage of a document not in force on the day asked (not yet, or no longer)
         that answers the question clearly better than anything in force: the reason to
         refuse is then that document's dates, not a made-up answer from another one."""
-        if in_force_day(search_filter) is None:
+        day = in_force_day(question.search_filter)
+        if day is None:
             return None
         undated = self._query.search(
-            understood.search_text, subject, self.context_passages,
-            without_dates(search_filter), "hybrid", rerank=False,
+            understood.search_text, question.subject, self.context_passages,
+            without_dates(question.search_filter), "hybrid", rerank=False,
         ).candidates  # fmt: skip
         stored = self._vectors.vectors([c.chunk.chunk_id for c in undated])
         best: tuple[float, Chunk] | None = None
         for candidate in undated:
             chunk = candidate.chunk
-            if chunk.chunk_id not in stored or in_force(chunk, in_force_day(search_filter)):
+            if chunk.chunk_id not in stored or in_force(chunk, day):
                 continue
             score = float(np.max(question_vectors @ stored[chunk.chunk_id]))
             if best is None or score > best[0]:

@@ -29,7 +29,7 @@ from appliance.generate.base import (
     asks_yes_or_no,
 )
 from appliance.index.filters import SearchFilter
-from appliance.query import NotRecorded, QueryPipeline, SearchResult
+from appliance.query import NotRecorded, QueryPipeline, Question, SearchResult
 from appliance.records import (
     AnswerSentence,
     Chunk,
@@ -84,19 +84,19 @@ class AnswerPipeline:
         in_force_on: dt.date | None = None,
         request_id: str | None = None,
     ) -> Answer:
-        request_id = request_id or str(uuid.uuid4())
-        understood = self._understand(question)
-        found, question_vectors, relevance = self._search(
-            question, understood, subject, search_filter, request_id
+        asked = Question(
+            question, subject, search_filter, in_force_on, request_id or str(uuid.uuid4())
         )
-        trace = self._trace(question, request_id, understood, found, relevance)
+        understood = self._understand(question)
+        found, question_vectors, relevance = self._search(asked, understood)
+        trace = self._trace(asked, understood, found, relevance)
         answer = _Answering(
-            self._recorder, self._generator.name, self._verifier.name, subject, understood,
-            request_id, trace, closest=tuple(_source(c.chunk) for c in found.candidates[:3]),
+            self._recorder, self._generator.name, self._verifier.name, asked, understood,
+            trace, closest=tuple(_source(c.chunk) for c in found.candidates[:3]),
         )  # fmt: skip
 
         admitted = self._gates.before_generation(
-            understood, subject, search_filter, found, question_vectors, relevance, trace
+            asked, understood, found, question_vectors, relevance, trace
         )
         if isinstance(admitted, Refusal):
             return answer.refused(admitted)
@@ -105,7 +105,7 @@ class AnswerPipeline:
         generated = self._generate(understood, context, answer)
         checked = self._citations.check(generated.sentences, in_context, understood)
         trace["checks"] = checked.checks
-        recheck = self._guard.recheck_answer(subject, checked.supported, in_force_on)
+        recheck = self._guard.recheck_answer(subject, checked.supported, asked.in_force_on)
         trace["answer_time_drops"] = [
             {"chunk_id": d.citation.chunk_id, "reason": d.reason} for d in recheck.dropped_citations
         ]
@@ -133,20 +133,14 @@ class AnswerPipeline:
         )
 
     def _search(
-        self,
-        question: str,
-        understood: UnderstoodQuestion,
-        subject: Subject,
-        search_filter: SearchFilter | None,
-        request_id: str,
+        self, question: Question, understood: UnderstoodQuestion
     ) -> tuple[SearchResult, np.ndarray, Relevance]:
         """The access-checked, reranked candidates; the question's readings as vectors
         (what it asks, what is searched, each part: a passage is as relevant as it is to
         the reading it answers best); and each candidate's relevance."""
-        found = self._query.run(
-            question, subject, self._gates.context_passages, search_filter,
-            request_id=request_id, search_text=understood.search_text,
-        )  # fmt: skip
+        found = self._query.run_question(
+            question, self._gates.context_passages, search_text=understood.search_text
+        )
         vectors = self._reading_vectors(understood, found.question_vector)
         return found, vectors, self._gates.relevance(vectors, found.candidates)
 
@@ -165,16 +159,15 @@ class AnswerPipeline:
 
     def _trace(
         self,
-        question: str,
-        request_id: str,
+        question: Question,
         understood: UnderstoodQuestion,
         found: SearchResult,
         relevance: Relevance,
     ) -> dict[str, object]:
         """The answer's audit record as it starts; each later step adds what it saw."""
         return {
-            "query": question,
-            "question_request": request_id,
+            "query": question.text,
+            "question_request": question.request_id,
             "understood": understood.to_record(),
             "relevance": {
                 c.chunk.chunk_id: round(relevance.scores[i], 4)
@@ -227,9 +220,8 @@ class _Answering:
     recorder: AnswerRecorder
     generator: str
     verifier: str
-    subject: Subject
+    question: Question
     understood: UnderstoodQuestion
-    request_id: str
     trace: dict[str, object]
     closest: tuple[Source, ...]
 
@@ -258,12 +250,12 @@ class _Answering:
         understood = self.understood
         read_as = understood.read_as if understood.read_as != understood.asked.strip() else None
         answer = Answer(
-            understood.asked, self.request_id, sentences, refusal, closest,
+            understood.asked, self.question.request_id, sentences, refusal, closest,
             self.generator, self.verifier, -1,
             decision, scope, read_as, unanswered,
         )  # fmt: skip
         try:
-            receipt = self.recorder.answer(self.subject, answer, self.trace)
+            receipt = self.recorder.answer(self.question.subject, answer, self.trace)
         except Exception as error:
             raise NotRecorded(
                 f"the answer could not be written to the audit log: {error}"
