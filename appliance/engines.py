@@ -21,10 +21,10 @@ from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator
-from appliance.index.base import LexicalIndex, VectorIndex
+from appliance.index.base import LexicalIndex, TermStatistics, VectorIndex
+from appliance.index.catalog import Catalog
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.index.tantivy_lexical import TantivyLexicalIndex
-from appliance.ingest.catalog import Catalog
 from appliance.ingest.chunker import Chunker
 from appliance.ingest.parse_limits import ParseLimits
 from appliance.ingest.pipeline import Ingestor
@@ -98,7 +98,7 @@ class Appliance:
         )
 
     @cached_property
-    def lexical(self) -> LexicalIndex:
+    def _tantivy(self) -> TantivyLexicalIndex:
         retrieval = self.settings.retrieval
         return TantivyLexicalIndex(
             self.settings.lexical_dir,
@@ -106,6 +106,15 @@ class Appliance:
             heading_boost=retrieval.heading_boost,
             identifier_boost=retrieval.identifier_boost,
         )
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        return self._tantivy
+
+    @property
+    def term_statistics(self) -> TermStatistics:
+        """The lexical engine's own analysis and counts, for the question-coverage gate."""
+        return self._tantivy
 
     @cached_property
     def vectors(self) -> VectorIndex:
@@ -216,7 +225,7 @@ class Appliance:
     def answer_gates(self) -> AnswerGates:
         settings = self.settings.answer
         return AnswerGates(
-            self.query, self.vectors, self.lexical, self.embedder, self.scope_checker,
+            self.query, self.vectors, self.term_statistics, self.embedder, self.scope_checker,
             relevance_floor=settings.relevance_floor,
             min_question_coverage=settings.min_question_coverage,
             context_passages=settings.context_passages,
@@ -315,7 +324,7 @@ class Appliance:
         for name in (
             "generator",
             "retriever",
-            "lexical",
+            "_tantivy",
             "vectors",
             "catalog",
             "break_glass",

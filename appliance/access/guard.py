@@ -36,8 +36,8 @@ from appliance.access.rules import (
     covers_department,
     covers_sensitivity,
 )
+from appliance.index.catalog import Catalog, DocumentRecord
 from appliance.index.filters import SearchFilter
-from appliance.ingest.catalog import Catalog, DocumentRecord
 from appliance.records import AnswerSentence, Candidate, Chunk, Citation
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from appliance.generate.base import under_heading
-from appliance.index.base import LexicalIndex, VectorIndex
+from appliance.index.base import TermStatistics, VectorIndex
 from appliance.index.filters import in_force_day, without_dates
 from appliance.nlp.embedder import Embedder
 from appliance.query import QueryPipeline, Question, SearchResult
@@ -64,7 +64,7 @@ class AnswerGates:
         self,
         query: QueryPipeline,
         vectors: VectorIndex,
-        lexical: LexicalIndex,
+        terms: TermStatistics,
         embedder: Embedder,
         scope: ScopeChecker | None = None,
         *,
@@ -74,7 +74,7 @@ class AnswerGates:
     ) -> None:
         self._query = query
         self._vectors = vectors
-        self.lexical = lexical
+        self.terms = terms
         self.embedder = embedder
         self._scope = scope
         self.relevance_floor = relevance_floor
@@ -146,7 +146,7 @@ class AnswerGates:
         coverage = question_coverage(
             understood.topic,
             [passage_text(c.chunk) for c in applicable],
-            self.lexical,
+            self.terms,
             found.applied_filter,
             understood.asking,
         )
@@ -163,14 +163,14 @@ class AnswerGates:
             )
         # What the question is about, held only by passages outside its scope.
         removed = [passage_text(c.chunk) for c in candidates if c.chunk.chunk_id in out_of_scope]
-        lost = lost_to_scope(understood.focus, coverage, removed, self.lexical)
+        lost = lost_to_scope(understood.focus, coverage, removed, self.terms)
         if lost:
             return Refusal(
                 "out-of-scope",
                 f"the documents found do not cover {listed(lost)} for this patient ({reasons})",
             )
         if coverage.coverage < self.min_question_coverage:
-            absent = words_for(understood.topic, coverage.missing, self.lexical)[:4]
+            absent = words_for(understood.topic, coverage.missing, self.terms)[:4]
             return Refusal("not-covered", f"the documents found do not cover {listed(absent)}")
         return Admitted(applicable, coverage)
 

@@ -209,7 +209,7 @@ class AnswerPipeline:
         return unanswered_parts(
             understood.parts,
             [under_title(s.text, in_context[s.citations[0].chunk_id]) for s in claims],
-            self._gates.embedder, self._gates.lexical, self._gates.relevance_floor,
+            self._gates.embedder, self._gates.terms, self._gates.relevance_floor,
         )  # fmt: skip
 
 

@@ -28,8 +28,8 @@ from appliance.access.rules import Subject
 from appliance.answer import Answer
 from appliance.engines import Appliance
 from appliance.eval.stats import percentile
+from appliance.index.catalog import Catalog
 from appliance.index.filters import ActiveOn
-from appliance.ingest.catalog import Catalog
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
 

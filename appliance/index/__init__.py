@@ -5,7 +5,7 @@ servers (OpenSearch, Qdrant) are to join them behind the same interfaces. One co
 test suite (``tests/contract``) runs against every implementation.
 """
 
-from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
+from appliance.index.base import LexicalIndex, ScoredChunkId, TermStatistics, VectorIndex
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, NoneOf, OneOf, SearchFilter
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "OneOf",
     "ScoredChunkId",
     "SearchFilter",
+    "TermStatistics",
     "VectorIndex",
 ]

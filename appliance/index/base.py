@@ -1,4 +1,5 @@
-"""The two store interfaces. Implementations live beside this file."""
+"""The store interfaces (lexical, vectors) and the term statistics the coverage gate
+reads. Implementations live beside this file."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ class LexicalIndex(Protocol):
 
     def count(self) -> int: ...
 
+    def chunk_ids_of(self, doc_id: str) -> set[str]: ...
+
+    def close(self) -> None: ...
+
+
+class TermStatistics(Protocol):
+    """What the question-coverage gate asks of the lexical engine: a text's terms as the
+    index analyses them, and how many chunks under an access filter hold each one. Each
+    lexical engine implements it with its own analysis, so the gate's words are the
+    index's words."""
+
     def content_terms(self, text: str) -> list[str]:
         """A text's content words as the index analyses them (stemmed, no stop words)."""
 
@@ -50,10 +62,6 @@ class LexicalIndex(Protocol):
     ) -> tuple[dict[str, int], int]:
         """Per term, the chunks (among those the filter admits) that contain it; and
         how many chunks the filter admits."""
-
-    def chunk_ids_of(self, doc_id: str) -> set[str]: ...
-
-    def close(self) -> None: ...
 
 
 class VectorIndex(Protocol):

@@ -10,13 +10,21 @@ term and never matches ``E11.65``; ``14.2(b)`` and ``HbA1c`` likewise).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import tantivy
 from tantivy import FieldType, Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
 
+from appliance.index.analysis import (
+    HAS_DIGIT,
+    IDENTIFIER_PATTERN,
+    MAX_TOKEN_CHARS,
+    STEMMER_LANGUAGE,
+    TEXT_FIELDS,
+    query_words,
+    stop_words,
+)
 from appliance.index.base import ScoredChunkId
 from appliance.index.filters import (
     NO_PATIENT,
@@ -30,30 +38,25 @@ from appliance.index.filters import (
 )
 from appliance.records import OPEN_ENDED, Chunk
 
-IDENTIFIER_PATTERN = r"[A-Za-z0-9]+(?:[.\-/][A-Za-z0-9]+)*(?:\([A-Za-z0-9]{1,3}\))*"
-_QUERY_SYNTAX = re.compile(r"[+\-^`:{}\"\[\]()~!\\*<>=']")
-_HAS_DIGIT = re.compile(r"\d")
-_TEXT_FIELDS = ["title", "headings", "body"]
+_TEXT_FIELDS = list(TEXT_FIELDS)
 
 
 def stemmed_analyzer(stop_words: Sequence[str] = ()) -> tantivy.TextAnalyzer:
     """English words, lowercased, folded to ASCII and stemmed; without ``stop_words``."""
     builder = (
         TextAnalyzerBuilder(Tokenizer.simple())
-        .filter(Filter.remove_long(40))
+        .filter(Filter.remove_long(MAX_TOKEN_CHARS))
         .filter(Filter.lowercase())
         .filter(Filter.ascii_fold())
     )
     if stop_words:
         builder = builder.filter(Filter.custom_stopword(list(stop_words)))
-    return builder.filter(Filter.stemmer("english")).build()
+    return builder.filter(Filter.stemmer(STEMMER_LANGUAGE)).build()
 
 
 def content_term_analyzer() -> tantivy.TextAnalyzer:
     """The stemmed analysis without function words: the terms a question is about."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return stemmed_analyzer(sorted(STOP_WORDS))
+    return stemmed_analyzer(stop_words())
 
 
 def identifier_analyzer() -> tantivy.TextAnalyzer:
@@ -170,7 +173,7 @@ class TantivyLexicalIndex:
     def _text_query(self, query: str) -> Query | None:
         # Query syntax characters are data here, never operators: strip them, and
         # lowercase so that AND/OR/NOT typed by a user are ordinary words.
-        words = _QUERY_SYNTAX.sub(" ", query).lower().split()
+        words = query_words(query)
         should: list[tuple[Occur, Query]] = []
         if words:
             parsed, _errors = self._index.parse_query_lenient(
@@ -178,7 +181,7 @@ class TantivyLexicalIndex:
             )
             should.append((Occur.Should, parsed))
         identifiers = sorted(
-            {token for token in self._identifiers.analyze(query) if _HAS_DIGIT.search(token)}
+            {token for token in self._identifiers.analyze(query) if HAS_DIGIT.search(token)}
         )
         for token in identifiers:
             term = Query.term_query(self._schema, "identifiers", token)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from appliance.index.base import STORE_LAYOUT_VERSION, LexicalIndex, VectorIndex
-from appliance.ingest.catalog import Catalog
+from appliance.index.catalog import Catalog
 from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
 from appliance.ingest.errors import IngestError
 from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar

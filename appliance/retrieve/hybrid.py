@@ -10,8 +10,8 @@ from typing import Literal
 import numpy as np
 
 from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
+from appliance.index.catalog import Catalog
 from appliance.index.filters import SearchFilter
-from appliance.ingest.catalog import Catalog
 from appliance.nlp.embedder import Embedder
 from appliance.records import Candidate
 from appliance.retrieve.fusion import reciprocal_rank_fusion

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from appliance.index.base import LexicalIndex
+from appliance.index.base import TermStatistics
 from appliance.nlp.embedder import Embedder
 from appliance.records import Chunk
 from appliance.understand.narrative import CONTENT_WORD
@@ -67,7 +67,7 @@ def not_in_force_reason(chunk: Chunk, day: dt.date | None) -> str:
 
 
 def lost_to_scope(
-    focus: str, coverage: QuestionCoverage, removed: Sequence[str], index: LexicalIndex
+    focus: str, coverage: QuestionCoverage, removed: Sequence[str], index: TermStatistics
 ) -> list[str]:
     """The question's words (a name it asks about, or one of its two heaviest words)
     that only the passages removed for their scope contain: those passages were the ones
@@ -103,7 +103,7 @@ def unanswered_parts(
     parts: Sequence[str],
     claims: Sequence[str],
     embedder: Embedder,
-    index: LexicalIndex,
+    index: TermStatistics,
     floor: float,
 ) -> tuple[str, ...]:
     """The parts of a several-part question that no kept sentence speaks to: the part's

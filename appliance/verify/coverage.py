@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from appliance.index.base import LexicalIndex
+from appliance.index.base import TermStatistics
 from appliance.index.filters import SearchFilter
 from appliance.understand.spelling import SPECIFIC, english_frequency
 
@@ -71,7 +71,7 @@ def _initials(passages: Sequence[str]) -> set[str]:
 def question_coverage(
     question: str,
     passages: Sequence[str],
-    index: LexicalIndex,
+    index: TermStatistics,
     search_filter: SearchFilter | None,
     asking: str | None = None,
 ) -> QuestionCoverage:
@@ -136,7 +136,7 @@ def _identifiers(text: str) -> list[str]:
 
 
 def _unknown_identifiers(
-    asking: str, index: LexicalIndex, frequencies: dict[str, int]
+    asking: str, index: TermStatistics, frequencies: dict[str, int]
 ) -> tuple[str, ...]:
     """The identifiers a question asks about when no readable chunk holds any of them: a
     question about "COVID-19" cannot be answered from documents that never name it (one
@@ -150,7 +150,7 @@ def _unknown_identifiers(
     return tuple(found)
 
 
-def words_for(question: str, terms: Sequence[str], index: LexicalIndex) -> list[str]:
+def words_for(question: str, terms: Sequence[str], index: TermStatistics) -> list[str]:
     """The question's own words behind indexed terms (for a message a person reads)."""
     wanted = set(terms)
     words = []

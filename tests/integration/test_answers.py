@@ -95,7 +95,7 @@ def test_a_decision_is_shown_only_for_an_answered_yes_no_question(
     sample_appliance: Appliance,
 ) -> None:
     a = sample_appliance
-    gates = AnswerGates(a.query, a.vectors, a.lexical, a.embedder)
+    gates = AnswerGates(a.query, a.vectors, a.term_statistics, a.embedder)
     pipeline = AnswerPipeline(
         a.query, a.guard, SaysYes(ExtractiveGenerator(a.embedder)), a.verifier, gates,
         a.audit_trail,

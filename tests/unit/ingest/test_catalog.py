@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.ingest.catalog import Catalog
+from appliance.index.catalog import Catalog
 from appliance.records import Chunk, DocumentMetadata
 
 TEXT = "# Hand Hygiene\n\nRub hands for 20 to 30 seconds.\n\nDry them well."
