@@ -358,6 +358,19 @@ class TermStatisticsContract:
         other = question_coverage("When is the MRI booked?", [DISCHARGE.text], index, None)
         assert "mri" in other.missing
 
+    def test_the_grammar_of_asking_is_not_a_topic(self, index: Any) -> None:
+        # "How soon" asks for a time and "need" whether something is required; the
+        # passage answers both without using either word.
+        asked = question_coverage(
+            "How soon does the GP need the discharge summary?", [DISCHARGE.text], index, None
+        )
+        assert asked.missing == () and asked.coverage == 1.0
+        # The same words where they are not the form of a question still count.
+        named = question_coverage(
+            "Is the discharge summary long-acting?", [DISCHARGE.text], index, None
+        )
+        assert "long" in named.missing
+
     def test_what_the_asker_may_not_read_weighs_nothing(self, index: Any) -> None:
         readable = AnyOf("sensitivity", ("internal",))
         frequencies, total = index.document_frequencies(["pembrolizumab", "oncolog"], readable)
