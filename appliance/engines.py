@@ -21,10 +21,9 @@ from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator
-from appliance.index.base import LexicalIndex, TermStatistics, VectorIndex
+from appliance.index.base import LexicalEngine, LexicalIndex, TermStatistics, VectorIndex
 from appliance.index.catalog import Catalog
-from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
-from appliance.index.tantivy_lexical import TantivyLexicalIndex
+from appliance.index.stores import open_lexical, open_vectors
 from appliance.ingest.chunker import Chunker
 from appliance.ingest.parse_limits import ParseLimits
 from appliance.ingest.pipeline import Ingestor
@@ -98,27 +97,21 @@ class Appliance:
         )
 
     @cached_property
-    def _tantivy(self) -> TantivyLexicalIndex:
-        retrieval = self.settings.retrieval
-        return TantivyLexicalIndex(
-            self.settings.lexical_dir,
-            title_boost=retrieval.title_boost,
-            heading_boost=retrieval.heading_boost,
-            identifier_boost=retrieval.identifier_boost,
-        )
+    def _lexical_engine(self) -> LexicalEngine:
+        return open_lexical(self.settings)
 
     @property
     def lexical(self) -> LexicalIndex:
-        return self._tantivy
+        return self._lexical_engine
 
     @property
     def term_statistics(self) -> TermStatistics:
         """The lexical engine's own analysis and counts, for the question-coverage gate."""
-        return self._tantivy
+        return self._lexical_engine
 
     @cached_property
     def vectors(self) -> VectorIndex:
-        return QdrantEdgeVectorIndex(self.settings.vector_dir, self.embedder.dimension)
+        return open_vectors(self.settings, self.embedder.dimension)
 
     @cached_property
     def ingestor(self) -> Ingestor:
@@ -324,7 +317,7 @@ class Appliance:
         for name in (
             "generator",
             "retriever",
-            "_tantivy",
+            "_lexical_engine",
             "vectors",
             "catalog",
             "break_glass",

@@ -18,8 +18,6 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from appliance.index.base import STORE_LAYOUT_VERSION
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -69,6 +67,91 @@ class RetrievalSettings(_Group):
     """BM25 weight of a match in the section headings."""
     identifier_boost: float = Field(3.0, gt=0)
     """BM25 weight of an exact code or identifier (E11.9, a drug code)."""
+
+
+class ServerCredentials(_Group):
+    """How the appliance signs in to a store server. The secret itself never sits in the
+    settings: it is read, when the connection opens, from a file (a mounted secret) or an
+    environment variable."""
+
+    user: str | None = None
+    """The account the appliance signs in as (None: no sign-in)."""
+    password_file: Path | None = None
+    """A file whose first line is the password (or API key)."""
+    password_env: str | None = None
+    """An environment variable that holds the password (or API key)."""
+    ca_file: Path | None = None
+    """The certificate authority that signed the server's TLS certificate (for https)."""
+
+    def secret(self) -> str | None:
+        """The password or key, read now; a clear error when it is named but missing."""
+        if self.password_file is not None:
+            try:
+                return self.password_file.read_text(encoding="utf-8").splitlines()[0].strip()
+            except (OSError, IndexError) as error:
+                raise ValueError(
+                    f"the store password file {self.password_file} cannot be read or is "
+                    f"empty ({error or 'no first line'}); fix the file or the setting"
+                ) from error
+        if self.password_env is not None:
+            value = os.environ.get(self.password_env)
+            if not value:
+                raise ValueError(
+                    f"the store password is to come from ${self.password_env}, which is "
+                    "not set; set it or change password_env"
+                )
+            return value
+        return None
+
+
+class OpenSearchSettings(ServerCredentials):
+    """The OpenSearch cluster that holds the lexical index when ``lexical.engine`` is
+    ``opensearch``."""
+
+    url: str = "http://127.0.0.1:9200"
+    """The cluster's address (https with ``ca_file`` on a production host)."""
+    index_prefix: str = Field("appliance", pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    """Index names start with this, so that several appliances can share a cluster."""
+    timeout_s: float = Field(10.0, gt=0)
+    """How long one request may take before the store counts as down."""
+    bulk_chunks: int = Field(500, gt=0)
+    """Chunks sent per bulk request at ingestion."""
+    max_retries: int = Field(3, ge=0)
+    """Retries of a bulk request the cluster pushed back on (HTTP 429), with back-off."""
+    shards: int = Field(1, gt=0)
+    """Primary shards of a new index (set before the first ingestion)."""
+    replicas: int = Field(0, ge=0)
+    """Replicas of each shard (0 on a single node; 1 or more on a cluster)."""
+
+
+class QdrantSettings(ServerCredentials):
+    """The Qdrant server that holds the vectors when ``vectors.engine`` is ``qdrant``."""
+
+    url: str | None = None
+    """The server's address; None runs qdrant-client's local mode in the data directory
+    (the same API without a server, used by the test suite)."""
+    collection_prefix: str = Field("appliance", pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    """Collection names start with this."""
+    timeout_s: float = Field(10.0, gt=0)
+    """How long one request may take before the store counts as down."""
+
+
+class LexicalSettings(_Group):
+    """Which engine holds the BM25 index."""
+
+    engine: Literal["tantivy", "opensearch"] = "tantivy"
+    """``tantivy``: embedded in the process, in the data directory (the default);
+    ``opensearch``: an OpenSearch cluster."""
+    opensearch: OpenSearchSettings = Field(default_factory=OpenSearchSettings)
+
+
+class VectorSettings(_Group):
+    """Which engine holds the chunk embeddings."""
+
+    engine: Literal["qdrant-edge", "qdrant"] = "qdrant-edge"
+    """``qdrant-edge``: the Qdrant engine embedded in the process (the default);
+    ``qdrant``: a Qdrant server through qdrant-client."""
+    qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
 
 
 class RerankSettings(_Group):
@@ -221,6 +304,8 @@ class Settings(BaseSettings):
     ingest_batch_documents: int = Field(32, gt=0)
     """Documents written to the stores per commit."""
     limits: Limits = Field(default_factory=Limits)
+    lexical: LexicalSettings = Field(default_factory=LexicalSettings)
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
@@ -262,11 +347,3 @@ class Settings(BaseSettings):
     def access_dir(self) -> Path:
         """The site's policy, its local users, the break-the-glass ledger, access events."""
         return self.data_dir / "access"
-
-    @property
-    def lexical_dir(self) -> Path:
-        return self.data_dir / f"lexical-v{STORE_LAYOUT_VERSION}"
-
-    @property
-    def vector_dir(self) -> Path:
-        return self.data_dir / f"vectors-v{STORE_LAYOUT_VERSION}"

@@ -68,15 +68,25 @@ def _rows(model: type[BaseModel], prefix: str, group: str) -> list[str]:
     return rows
 
 
+def _groups(model: type[BaseModel], prefix: str, section: str) -> list[str]:
+    """Each group's heading row and its settings, then its own groups ([a.b])."""
+    lines = []
+    for name, field in model.model_fields.items():
+        group = field.annotation
+        if isinstance(group, type) and issubclass(group, BaseModel):
+            title = f"{section}{name}"
+            about = " ".join((group.__doc__ or "").split()).replace("|", "\\|")
+            lines.append(f"| **{title}** | `[{title}]` | | | {about} |")
+            lines += _rows(group, f"{prefix}{name.upper()}__", "")
+            lines += _groups(group, f"{prefix}{name.upper()}__", f"{title}.")
+    return lines
+
+
 def table() -> str:
     lines = [HEADER, "| environment variable | TOML | type | default | what it does |"]
     lines.append("|---|---|---|---|---|")
     lines += _rows(Settings, "APPLIANCE_", "")
-    for name, field in Settings.model_fields.items():
-        group = field.annotation
-        if isinstance(group, type) and issubclass(group, BaseModel):
-            lines += [f"| **{name}** | `[{name}]` | | | {group.__doc__ or ''} |".replace("\n", " ")]
-            lines += _rows(group, f"APPLIANCE_{name.upper()}__", "")
+    lines += _groups(Settings, "APPLIANCE_", "")
     return "\n".join(lines) + "\n"
 
 

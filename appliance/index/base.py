@@ -17,6 +17,16 @@ STORE_LAYOUT_VERSION = "2"
 document re-indexed (it is part of each document's fingerprint); 2 added ``patient_id``."""
 
 
+class StoreUnavailable(RuntimeError):
+    """A store server could not be reached or failed; the message names it and says
+    what was being done. Nothing partial is returned in its place."""
+
+    def __init__(self, store: str, message: str) -> None:
+        super().__init__(message)
+        self.store = store
+        """Which store: ``lexical`` or ``vectors``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ScoredChunkId:
     chunk_id: str
@@ -62,6 +72,10 @@ class TermStatistics(Protocol):
     ) -> tuple[dict[str, int], int]:
         """Per term, the chunks (among those the filter admits) that contain it; and
         how many chunks the filter admits."""
+
+
+class LexicalEngine(LexicalIndex, TermStatistics, Protocol):
+    """A lexical store with its term statistics: what each lexical backend provides."""
 
 
 class VectorIndex(Protocol):

@@ -7,7 +7,6 @@ user allowed to see few chunks still gets a full top-k.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,26 +32,15 @@ from qdrant_edge import (
 )
 
 from appliance.index.base import ScoredChunkId
-from appliance.index.filters import (
-    FILTER_FIELDS,
-    NO_PATIENT,
-    ActiveOn,
-    AllOf,
-    AnyOf,
-    NoneOf,
-    OneOf,
-    SearchFilter,
-    day_number,
+from appliance.index.filters import FILTER_FIELDS, SearchFilter
+from appliance.index.qdrant_common import (
+    VECTOR_NAME,
+    chunk_id_of,
+    compile_qdrant_filter,
+    payload_of,
+    point_id,
 )
-from appliance.records import OPEN_ENDED, Chunk
-
-VECTOR_NAME = "text"
-_POINT_NAMESPACE = uuid.UUID("3f0e4c9a-2b7d-4d5e-9a61-0c8f6b1e2d47")
-
-
-def point_id(chunk_id: str) -> str:
-    """Qdrant wants integer or UUID ids: derive a stable UUID from the chunk id."""
-    return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
+from appliance.records import Chunk
 
 
 class QdrantEdgeVectorIndex:
@@ -89,25 +77,10 @@ class QdrantEdgeVectorIndex:
                 f"vectors have {vectors.shape[1]} dimensions, index has {self._dimension}"
             )
         points = [
-            Point(point_id(chunk.chunk_id), {VECTOR_NAME: vector.tolist()}, self._payload(chunk))
+            Point(point_id(chunk.chunk_id), {VECTOR_NAME: vector.tolist()}, payload_of(chunk))
             for chunk, vector in zip(chunks, vectors, strict=True)
         ]
         self._shard.update(UpdateOperation.upsert_points(points))
-
-    @staticmethod
-    def _payload(chunk: Chunk) -> dict[str, object]:
-        meta = chunk.metadata
-        return {
-            "chunk_id": chunk.chunk_id,
-            "doc_id": chunk.doc_id,
-            "doc_type": meta.doc_type,
-            "departments": list(meta.departments),
-            "sensitivity": meta.sensitivity,
-            "owner": meta.owner,
-            "patient_id": meta.patient_id or NO_PATIENT,
-            "effective_from": day_number(meta.effective_from),
-            "effective_to": day_number(meta.effective_to or OPEN_ENDED),
-        }
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
@@ -129,7 +102,7 @@ class QdrantEdgeVectorIndex:
             with_payload=["chunk_id"],
         )
         return [
-            ScoredChunkId(_chunk_id(point.payload), float(point.score))
+            ScoredChunkId(chunk_id_of(point.payload), float(point.score))
             for point in self._shard.query(request)
         ]
 
@@ -144,32 +117,11 @@ class QdrantEdgeVectorIndex:
             vector = (
                 record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
             )
-            found[_chunk_id(record.payload)] = np.asarray(vector, dtype=np.float32)
+            found[chunk_id_of(record.payload)] = np.asarray(vector, dtype=np.float32)
         return found
 
     def _compile(self, search_filter: SearchFilter) -> Filter:
-        match search_filter:
-            case AnyOf(field=name, values=values):
-                if not values:
-                    return _MATCH_NOTHING
-                return Filter(must=[FieldCondition(name, match=MatchAny(list(values)))])
-            case ActiveOn(day=day):
-                n = float(day_number(day))
-                return Filter(
-                    must=[
-                        FieldCondition("effective_from", range=RangeFloat(lte=n)),
-                        FieldCondition("effective_to", range=RangeFloat(gt=n)),
-                    ]
-                )
-            case AllOf(clauses=clauses):
-                return Filter(must=[self._compile(c) for c in clauses])
-            case OneOf(clauses=clauses):
-                if not clauses:
-                    return _MATCH_NOTHING
-                return Filter(should=[self._compile(c) for c in clauses])
-            case NoneOf(clauses=clauses):
-                return Filter(must_not=[self._compile(c) for c in clauses])
-        raise TypeError(f"not a search filter: {search_filter!r}")
+        return compile_qdrant_filter(search_filter, _EDGE_MODELS)
 
     def count(self) -> int:
         return int(self._shard.count(CountRequest(exact=True)))
@@ -182,7 +134,7 @@ class QdrantEdgeVectorIndex:
             records, offset = self._shard.scroll(
                 ScrollRequest(filter=condition, limit=256, offset=offset, with_payload=["chunk_id"])
             )
-            found.update(_chunk_id(r.payload) for r in records)
+            found.update(chunk_id_of(r.payload) for r in records)
             if offset is None:
                 return found
 
@@ -191,12 +143,27 @@ class QdrantEdgeVectorIndex:
         self._shard.close()
 
 
-# A condition no point satisfies: every chunk has a doc_id, so "doc_id must be empty" fails.
-_MATCH_NOTHING = Filter(must=[FieldCondition("doc_id", is_empty=True)])
+class _EdgeFilterModels:
+    """Qdrant's filter models as qdrant-edge spells them."""
+
+    def any_of(self, field: str, values: list[str]) -> FieldCondition:
+        return FieldCondition(field, match=MatchAny(values))
+
+    def at_most(self, field: str, value: float) -> FieldCondition:
+        return FieldCondition(field, range=RangeFloat(lte=value))
+
+    def above(self, field: str, value: float) -> FieldCondition:
+        return FieldCondition(field, range=RangeFloat(gt=value))
+
+    def is_empty(self, field: str) -> FieldCondition:
+        return FieldCondition(field, is_empty=True)
+
+    def group(
+        self, must: Sequence[Any] = (), should: Sequence[Any] = (), must_not: Sequence[Any] = ()
+    ) -> Filter:
+        return Filter(
+            must=list(must) or None, should=list(should) or None, must_not=list(must_not) or None
+        )
 
 
-def _chunk_id(payload: dict[str, Any] | None) -> str:
-    """The chunk id every point carries (each request asks for it in its payload)."""
-    if payload is None or "chunk_id" not in payload:
-        raise RuntimeError("a vector point without its chunk_id: the store is damaged")
-    return str(payload["chunk_id"])
+_EDGE_MODELS = _EdgeFilterModels()

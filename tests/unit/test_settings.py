@@ -10,7 +10,8 @@ def test_defaults_need_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
     monkeypatch.delenv("APPLIANCE_DATA_DIR", raising=False)
     settings = Settings()
-    assert settings.data_dir.is_absolute() and settings.lexical_dir.parent == settings.data_dir
+    assert settings.data_dir.is_absolute()
+    assert settings.lexical.engine == "tantivy" and settings.vectors.engine == "qdrant-edge"
     assert settings.shipped_policy.is_file() and settings.ward_language.is_file()
     assert settings.retrieval.rrf_k == 60
 

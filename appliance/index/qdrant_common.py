@@ -1,0 +1,106 @@
+"""What the two Qdrant stores share: the in-process engine (qdrant-edge) and the server
+(qdrant-client) mirror the same models under different constructors. Points have the
+same ids and payloads in both, and the filter language is compiled once, into the parts
+each store supplies as a ``QdrantFilterModels`` (must / should / must_not, keyword
+match, numeric range, is-empty).
+
+Days are stored as proleptic ordinals (``filters.day_number``), integers both range over.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from appliance.index.filters import (
+    NO_PATIENT,
+    ActiveOn,
+    AllOf,
+    AnyOf,
+    NoneOf,
+    OneOf,
+    SearchFilter,
+    day_number,
+)
+from appliance.records import OPEN_ENDED, Chunk
+
+VECTOR_NAME = "text"
+_POINT_NAMESPACE = uuid.UUID("3f0e4c9a-2b7d-4d5e-9a61-0c8f6b1e2d47")
+
+
+def point_id(chunk_id: str) -> str:
+    """Qdrant wants integer or UUID ids: derive a stable UUID from the chunk id."""
+    return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
+
+
+def payload_of(chunk: Chunk) -> dict[str, object]:
+    """What a point carries besides its vector: the chunk id and the filterable fields."""
+    meta = chunk.metadata
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "doc_type": meta.doc_type,
+        "departments": list(meta.departments),
+        "sensitivity": meta.sensitivity,
+        "owner": meta.owner,
+        "patient_id": meta.patient_id or NO_PATIENT,
+        "effective_from": day_number(meta.effective_from),
+        "effective_to": day_number(meta.effective_to or OPEN_ENDED),
+    }
+
+
+def chunk_id_of(payload: dict[str, Any] | None) -> str:
+    """The chunk id every point carries (each request asks for it in its payload)."""
+    if payload is None or "chunk_id" not in payload:
+        raise RuntimeError("a vector point without its chunk_id: the store is damaged")
+    return str(payload["chunk_id"])
+
+
+class QdrantFilterModels(Protocol):
+    """How one Qdrant client spells the parts of a filter."""
+
+    def any_of(self, field: str, values: list[str]) -> Any:
+        """A condition: the payload field holds one of ``values``."""
+
+    def at_most(self, field: str, value: float) -> Any:
+        """A condition: field <= value."""
+
+    def above(self, field: str, value: float) -> Any:
+        """A condition: field > value."""
+
+    def is_empty(self, field: str) -> Any:
+        """A condition: the field is missing or empty."""
+
+    def group(
+        self, must: Sequence[Any] = (), should: Sequence[Any] = (), must_not: Sequence[Any] = ()
+    ) -> Any:
+        """A filter of conditions and nested filters."""
+
+
+def compile_qdrant_filter(search_filter: SearchFilter, models: QdrantFilterModels) -> Any:
+    """The filter as a Qdrant filter built with ``models``."""
+    match search_filter:
+        case AnyOf(field=name, values=values):
+            if not values:
+                return match_nothing(models)
+            return models.group(must=[models.any_of(name, list(values))])
+        case ActiveOn(day=day):
+            n = float(day_number(day))
+            return models.group(
+                must=[models.at_most("effective_from", n), models.above("effective_to", n)]
+            )
+        case AllOf(clauses=clauses):
+            return models.group(must=[compile_qdrant_filter(c, models) for c in clauses])
+        case OneOf(clauses=clauses):
+            if not clauses:
+                return match_nothing(models)
+            return models.group(should=[compile_qdrant_filter(c, models) for c in clauses])
+        case NoneOf(clauses=clauses):
+            return models.group(must_not=[compile_qdrant_filter(c, models) for c in clauses])
+    raise TypeError(f"not a search filter: {search_filter!r}")
+
+
+def match_nothing(models: QdrantFilterModels) -> Any:
+    """A filter no point satisfies: every chunk has a doc_id, so "doc_id is empty" fails."""
+    return models.group(must=[models.is_empty("doc_id")])
