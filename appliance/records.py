@@ -254,6 +254,7 @@ RefusalCode = Literal[
     "not-an-answer",
     "no-dose",
     "generator-unavailable",
+    "store-unavailable",
 ]
 
 

@@ -25,6 +25,8 @@ from litestar.static_files import create_static_files_router
 from litestar.stores.memory import MemoryStore
 
 from appliance.engines import Appliance
+from appliance.generate.base import GeneratorUnavailable
+from appliance.index.base import StoreUnavailable
 from appliance.settings import Settings
 from services.auth import session_of
 from services.pages import PAGE_HANDLERS, STATIC, login
@@ -70,6 +72,15 @@ def _log_errors(request: Request, error: Exception) -> Response[dict[str, object
         if error.extra:  # which field failed validation, and why
             body["extra"] = error.extra
         return Response(body, status_code=error.status_code, headers=error.headers)
+    if isinstance(error, StoreUnavailable | GeneratorUnavailable):
+        # A part the answer needs is down: say so, and when to try again; the log (and
+        # the audit record the answer path wrote) holds which server and why.
+        log.error("unavailable on %s %s: %s", request.method, request.url.path, error)
+        part = "generator" if isinstance(error, GeneratorUnavailable) else f"{error.store} store"
+        detail = f"The {part} is not answering, so no answer was given. Try again shortly."
+        return Response(
+            {"status_code": 503, "detail": detail}, status_code=503, headers={"Retry-After": "30"}
+        )
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return Response({"status_code": 500, "detail": "internal error"}, status_code=500)
 

@@ -187,4 +187,6 @@ class ReadyBody(TypedDict, total=False):
     status: str
     chunks: int
     audit_entries: int
+    store: str
+    """The store that did not answer (``lexical``, ``vectors`` or ``audit``)."""
     error: str

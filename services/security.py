@@ -214,6 +214,7 @@ ERROR_RESPONSES = {
         413: "The body is over the size limit",
         429: "Too many requests; wait a minute",
         500: "An internal error (logged with the request id; nothing internal is shown)",
+        503: "A search store or the generator is not answering; nothing partial is given",
     }.items()
 }
 """Every endpoint may answer these; the schema says so, so clients and fuzzers know."""

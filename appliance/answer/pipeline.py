@@ -28,6 +28,7 @@ from appliance.generate.base import (
     ShortAnswer,
     asks_yes_or_no,
 )
+from appliance.index.base import StoreUnavailable
 from appliance.index.filters import SearchFilter
 from appliance.query import NotRecorded, QueryPipeline, Question, SearchResult
 from appliance.records import (
@@ -88,7 +89,11 @@ class AnswerPipeline:
             question, subject, search_filter, in_force_on, request_id or str(uuid.uuid4())
         )
         understood = self._understand(question)
-        found, question_vectors, relevance = self._search(asked, understood)
+        try:
+            found, question_vectors, relevance = self._search(asked, understood)
+        except StoreUnavailable as error:
+            self._record_store_failure(asked, understood, error)
+            raise
         trace = self._trace(asked, understood, found, relevance)
         answer = _Answering(
             self._recorder, self._generator.name, self._verifier.name, asked, understood,
@@ -179,6 +184,26 @@ class AnswerPipeline:
             "verifier": {"name": self._verifier.name, "kind": self._verifier.kind},
             "policy_version": found.scope.policy_version,
         }
+
+    def _record_store_failure(
+        self, question: Question, understood: UnderstoodQuestion, error: StoreUnavailable
+    ) -> None:
+        """A store that cannot be searched is an error the asker sees, never an answer
+        from the stores that did reply; the record says which store and why."""
+        trace: dict[str, object] = {
+            "query": question.text,
+            "question_request": question.request_id,
+            "understood": understood.to_record(),
+            "generator": self._generator.name,
+            "verifier": {"name": self._verifier.name, "kind": self._verifier.kind},
+            "error": str(error),
+            "store": error.store,
+        }
+        answering = _Answering(
+            self._recorder, self._generator.name, self._verifier.name, question, understood,
+            trace, closest=(),
+        )  # fmt: skip
+        answering.refused(Refusal("store-unavailable", f"the {error.store} store is unavailable"))
 
     def _generate(
         self, understood: UnderstoodQuestion, context: list[ContextPassage], answer: _Answering

@@ -12,10 +12,12 @@ from __future__ import annotations
 import typer
 
 from appliance.cli.access import break_glass_app, policy_app
+from appliance.cli.common import fail
 from appliance.cli.documents import docs_app, ingest
 from appliance.cli.evaluation import evaluate_golden
 from appliance.cli.models import models_app
 from appliance.cli.questions import ask, demo, search
+from appliance.index.base import StoreUnavailable
 
 app = typer.Typer(
     no_args_is_help=True, help=__doc__.split("\n\n")[0], pretty_exceptions_enable=False
@@ -32,4 +34,10 @@ app.add_typer(break_glass_app, name="break-glass")
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except StoreUnavailable as error:
+        # A store server that is down: one line that names it, never a traceback.
+        raise SystemExit(
+            fail(f"{error}; start or fix it, then run the command again", code=3).exit_code
+        ) from None

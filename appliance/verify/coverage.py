@@ -89,9 +89,7 @@ def question_coverage(
     zipf = english_frequency()
     # Words that start with a digit are values and ages ("58-year-old", "4.5"):
     # qualifiers, not topics ("COVID-19" and "E11.9" are topics).
-    spoken = " ".join(
-        w for w in _QUESTION_FORM.sub(" ", question).split() if not w[:1].isdigit()
-    )
+    spoken = " ".join(w for w in _QUESTION_FORM.sub(" ", question).split() if not w[:1].isdigit())
     terms = index.content_terms(spoken)
     if not terms:
         return QuestionCoverage(1.0, (), {})

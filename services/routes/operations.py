@@ -18,10 +18,20 @@ def health() -> HealthBody:
 
 @get("/ready", sync_to_thread=True, summary="The engines answer", responses=ERROR_RESPONSES)
 def ready(engines: Engines) -> Response[ReadyBody]:
-    """A failure to open or read the engines is the answer here (503), not an error."""
-    try:
-        chunks = engines.lexical.count()
-        entries = engines.audit_log.size
-    except Exception as error:  # readiness reports any failure, it does not raise
-        return Response({"status": "not ready", "error": repr(error)}, status_code=503)
-    return Response({"status": "ready", "chunks": chunks, "audit_entries": entries})
+    """Each store asked in turn; a failure to open or read one is the answer here (503,
+    naming the store), not an error."""
+    counts: dict[str, int] = {}
+    probes = {
+        "lexical": lambda: engines.lexical.count(),
+        "vectors": lambda: engines.vectors.count(),
+        "audit": lambda: engines.audit_log.size,
+    }
+    for store, probe in probes.items():
+        try:
+            counts[store] = probe()
+        except Exception as error:  # readiness reports any failure, it does not raise
+            body: ReadyBody = {"status": "not ready", "store": store, "error": str(error)}
+            return Response(body, status_code=503)
+    return Response(
+        {"status": "ready", "chunks": counts["lexical"], "audit_entries": counts["audit"]}
+    )
