@@ -54,10 +54,10 @@ test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
 	$(BIN)/ruff format --check appliance services audit tests benchmarks scripts
 	$(BIN)/mypy
-	$(BIN)/pytest
+	scripts/servers/opensearch.sh run $(BIN)/pytest
 
 test-slow: install-test
-	APPLIANCE_SLOW_TESTS=1 $(BIN)/pytest
+	APPLIANCE_SLOW_TESTS=1 scripts/servers/opensearch.sh run $(BIN)/pytest
 
 lint: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts

@@ -1,0 +1,146 @@
+"""The whole appliance on the store servers (OpenSearch for BM25, Qdrant through
+qdrant-client's local mode for vectors): it finds what the embedded engines find, and
+when the cluster goes away in the middle of an ingestion or a question it says so, keeps
+what it knows, and the next run finishes the work without duplicates or losses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+from opensearchpy import OpenSearch
+
+from appliance.engines import Appliance
+from appliance.index.base import StoreUnavailable
+from appliance.index.filters import ActiveOn
+from appliance.settings import Settings
+from services.app import create_app
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
+from tests.servers import NO_NODE, OPENSEARCH_URL, CuttableLink
+
+# Questions written for this test from the sample documents' own wording.
+QUESTIONS = (
+    "How long should hands be rubbed with alcohol gel?",
+    "What is the ICD-10 code E11.9 used for?",
+    "Which patients need contact precautions and a yellow apron?",
+    "When are visiting hours on the wards?",
+    "What is the gentamicin dose in renal impairment?",
+)
+
+
+def server_settings(data_dir: Path, url: str = OPENSEARCH_URL, **overrides: object) -> Settings:
+    prefix = "it-" + uuid.uuid4().hex[:12]
+    return Settings(  # type: ignore[arg-type]
+        data_dir=data_dir,
+        lexical={"engine": "opensearch", "opensearch": {"url": url, "index_prefix": prefix}},
+        vectors={"engine": "qdrant"},
+        **overrides,
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[OpenSearch]:
+    client = OpenSearch(hosts=[OPENSEARCH_URL], timeout=30)
+    if not client.ping():
+        pytest.fail(NO_NODE)
+    yield client
+    client.indices.delete(index="it-*-chunks-*", ignore_unavailable=True)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def on_servers(
+    tmp_path_factory: pytest.TempPathFactory, cluster: OpenSearch
+) -> Iterator[Appliance]:
+    appliance = Appliance(server_settings(tmp_path_factory.mktemp("servers")))
+    report = appliance.ingestor.ingest([SAMPLE_CORPUS])
+    assert not report.failed, report.failed
+    yield appliance
+    appliance.close()
+
+
+def ranked(appliance: Appliance, question: str) -> list[str]:
+    day = ActiveOn(dt.date.today())
+    found = appliance.query.run(question, SAMPLE_READER, 10, day, rerank=False)
+    return [c.chunk.chunk_id for c in found.candidates]
+
+
+def test_the_servers_find_what_the_embedded_engines_find(
+    on_servers: Appliance, sample_appliance: Appliance
+) -> None:
+    for question in QUESTIONS:
+        assert ranked(on_servers, question) == ranked(sample_appliance, question), question
+
+
+def test_every_store_holds_what_the_catalog_vouches_for(on_servers: Appliance) -> None:
+    chunks = on_servers.catalog.chunk_count()
+    assert chunks > 0
+    assert on_servers.lexical.count() == on_servers.vectors.count() == chunks
+    again = on_servers.ingestor.ingest([SAMPLE_CORPUS])
+    assert {o.status for o in again.outcomes} == {"unchanged"}
+    assert on_servers.lexical.count() == chunks
+
+
+def test_an_answer_on_the_servers_cites_a_document(on_servers: Appliance) -> None:
+    day = dt.date.today()
+    answer = on_servers.answers.ask(QUESTIONS[0], SAMPLE_READER, ActiveOn(day), in_force_on=day)
+    assert answer.refusal is None
+    cited = {span.doc_id for sentence in answer.sentences for span in sentence.spans}
+    assert cited == {"hand-hygiene-policy"}
+
+
+def test_a_cluster_lost_mid_ingestion_is_an_error_and_the_next_run_finishes(
+    tmp_path: Path, cluster: OpenSearch
+) -> None:
+    link = CuttableLink()
+    settings = server_settings(tmp_path / "data", link.url, ingest_batch_documents=2)
+    try:
+        with Appliance(settings) as appliance:
+            link.cut_at(b"/_bulk", 3)  # the third bulk request never arrives
+            with pytest.raises(StoreUnavailable, match="did not answer") as failed:
+                appliance.ingestor.ingest([SAMPLE_CORPUS])
+            assert failed.value.store == "lexical" and link.cut.is_set()
+            assert appliance.catalog.pending(), "the interrupted batch stays pending"
+        link.mend()
+        with Appliance(settings) as appliance:
+            appliance.ingestor.reconcile()
+            report = appliance.ingestor.ingest([SAMPLE_CORPUS])
+            assert not report.failed
+            chunks = appliance.catalog.chunk_count()
+            assert not appliance.catalog.pending()
+            assert appliance.lexical.count() == appliance.vectors.count() == chunks
+            for record in appliance.catalog.documents():
+                expected = set(appliance.catalog.chunk_ids_of(record.doc_id))
+                assert appliance.lexical.chunk_ids_of(record.doc_id) == expected
+    finally:
+        link.close()
+
+
+def test_a_question_while_the_cluster_is_down_fails_fast_and_is_audited(
+    tmp_path: Path, cluster: OpenSearch
+) -> None:
+    link = CuttableLink()
+    settings = server_settings(tmp_path / "data", link.url)
+    try:
+        with Appliance(settings) as appliance:
+            assert not appliance.ingestor.ingest([SAMPLE_CORPUS / "hand-hygiene-policy.md"]).failed
+            link.cut_at(b"_search", 1)
+            day = dt.date.today()
+            with pytest.raises(StoreUnavailable, match="lexical|OpenSearch"):
+                appliance.answers.ask(QUESTIONS[0], SAMPLE_READER, ActiveOn(day), in_force_on=day)
+        records = audit_entries(settings.data_dir, "answer")
+        assert records[-1]["details"]["refusal_code"] == "store-unavailable"
+        assert records[-1]["details"]["store"] == "lexical"
+        assert records[-1]["details"]["sentences"] == []
+        services = settings.services.model_copy(update={"operations_addresses": ["testclient"]})
+        app = create_app(settings.model_copy(update={"services": services}))
+        with TestClient(app) as client:
+            ready = client.get("/ready")
+            assert ready.status_code == 503
+            assert ready.json()["store"] == "lexical"
+    finally:
+        link.close()
