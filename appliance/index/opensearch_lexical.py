@@ -17,6 +17,7 @@ the cluster, never a partial result.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -57,6 +58,9 @@ _WORDS = "clinical_en"
 _CONTENT = "clinical_content"
 _IDENTIFIERS = "clinical_ids"
 _MATCH_NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+_WORD_PARTS = re.compile(r"[^\W_]+")
+"""The runs of letters and digits the word analyser keeps of a word."""
 MAX_QUERY_WORDS = 300
 """Words of one question searched (a clause per word and text field): OpenSearch refuses
 a query of more than 1,024 clauses, and a question this long is a pasted document."""
@@ -277,19 +281,34 @@ class OpenSearchLexicalIndex:
     def _text_query(self, query: str) -> dict[str, Any] | None:
         # As tantivy's query parser reads a question: query syntax is data (stripped the
         # same way), each word is matched in every text field with that field's boost and
-        # the matches add up, and a word the analyser splits ("e11.9" -> e11, 9) must
-        # match as a phrase, so that E11.9 does not find E11.65.
+        # the matches add up (one multi_match of most_fields), and a word the analyser
+        # splits ("e11.9" -> e11, 9) must match as a phrase, so E11.9 does not find E11.65.
         words = query_words(query)[:MAX_QUERY_WORDS]
-        should: list[dict[str, Any]] = [
+        single = [w for w in words if len(_WORD_PARTS.findall(w)) == 1]
+        split = [w for w in words if len(_WORD_PARTS.findall(w)) > 1]
+        should: list[dict[str, Any]] = []
+        if single:
+            should.append(
+                {
+                    "multi_match": {
+                        "query": " ".join(single),
+                        "type": "most_fields",
+                        "operator": "or",
+                        "fields": [f"{field}^{boost}" for field, boost in self._boosts.items()],
+                    }
+                }
+            )
+        should += [
             {"match_phrase": {field: {"query": word, "boost": boost}}}
-            for word in words
+            for word in split
             for field, boost in self._boosts.items()
         ]
-        with self._reaching("analyse a question"):
-            tokens = self._analyse(_IDENTIFIERS, query)
+        # The identifier analyser is a pattern and lowercase: applied here, it saves a
+        # round trip per question, and the mapping holds the same pattern for the chunks.
+        tokens = {t.lower() for t in _IDENTIFIER.findall(query)}
         should.extend(
             {"term": {"identifiers": {"value": token, "boost": self._identifier_boost}}}
-            for token in sorted({t for t in tokens if HAS_DIGIT.search(t)})
+            for token in sorted(t for t in tokens if HAS_DIGIT.search(t))
         )
         if not should:
             return None
