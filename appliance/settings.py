@@ -228,6 +228,11 @@ class ServiceSettings(_Group):
     """The address the web service listens on (loopback: put a TLS proxy in front)."""
     port: int = Field(8080, gt=0, lt=65536)
     """The port the web service listens on."""
+    workers: int = Field(1, ge=1, le=64)
+    """Worker processes answering at once. More than one needs the store servers
+    (``lexical.engine = "opensearch"``, ``vectors.engine = "qdrant"`` with a URL): the
+    embedded stores admit one process. Sessions, sign-in limits and jobs are shared
+    through the data directory."""
     secure_cookies: bool = True
     """Session and CSRF cookies only over HTTPS (browsers treat localhost as secure)."""
     session_hours: float = Field(8.0, gt=0, le=24)

@@ -22,7 +22,6 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from litestar.static_files import create_static_files_router
-from litestar.stores.memory import MemoryStore
 
 from appliance.engines import Appliance
 from appliance.generate.base import GeneratorUnavailable
@@ -38,6 +37,7 @@ from services.security import (
     RequestIdFilter,
 )
 from services.sessions import PreLoginToken, SessionMiddleware
+from services.shared import SharedStore
 from services.state import ServiceState
 
 log = logging.getLogger("services")
@@ -174,7 +174,10 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
                 cookies=state.cookies,
             ),
         ],
-        stores={"login-rate": MemoryStore(), "ask-rate": MemoryStore()},
+        stores={
+            "login-rate": SharedStore(state.shared, "login-rate"),
+            "ask-rate": SharedStore(state.shared, "ask-rate"),
+        },
         request_max_body_size=service_settings.max_request_bytes,
         # The schema as JSON only: the HTML viewers load scripts from CDNs.
         openapi_config=OpenAPIConfig(

@@ -27,16 +27,37 @@ def _accounts() -> LocalAccounts:
 def serve(
     host: Annotated[str | None, typer.Option(help="Default: settings services.host.")] = None,
     port: Annotated[int | None, typer.Option(help="Default: settings services.port.")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Default: settings services.workers.", min=1)
+    ] = None,
 ) -> None:
-    """Serve the API and both pages (one process: the engines are opened once)."""
+    """Serve the API and both pages: one process on the embedded stores (the engines are
+    opened once), or several worker processes on the store servers."""
     settings = Settings()
-    uvicorn.run(
-        create_app(settings),
-        host=host or settings.services.host,
-        port=port or settings.services.port,
-        log_level="info",
-        **uvicorn_options(settings),  # type: ignore[arg-type]
-    )
+    processes = workers or settings.services.workers
+    if processes > 1 and (problem := single_process_reason(settings)):
+        raise fail(f"{processes} workers cannot share the stores: {problem}", code=2)
+    options = {
+        "host": host or settings.services.host,
+        "port": port or settings.services.port,
+        "log_level": "info",
+        **uvicorn_options(settings),
+    }
+    if processes > 1:  # each worker builds its own app (and engines) from the settings
+        uvicorn.run("services.app:create_app", factory=True, workers=processes, **options)  # type: ignore[arg-type]
+    else:
+        uvicorn.run(create_app(settings), **options)  # type: ignore[arg-type]
+
+
+def single_process_reason(settings: Settings) -> str | None:
+    """Why the stores admit one process only, if they do."""
+    if settings.lexical.engine == "tantivy":
+        return "the embedded BM25 index (tantivy) admits one process; set lexical.engine"
+    if settings.vectors.engine == "qdrant-edge":
+        return "the embedded vector store (qdrant-edge) admits one process; set vectors.engine"
+    if settings.vectors.qdrant.url is None:
+        return "qdrant-client's local mode admits one process; set vectors.qdrant.url"
+    return None
 
 
 @accounts_app.command("set-password")

@@ -12,8 +12,10 @@
 - Failed sign-ins are counted per account as well as per address, so rotating addresses
   does not buy more guesses.
 
-The store is in memory: restarting the service signs everybody out, which is the safe way
-round for an appliance that holds patient documents.
+Sessions and failed sign-ins live in the file every worker process shares
+(``services.shared``); the service empties the sessions when it starts, so a restart
+signs everybody out, which is the safe way round for an appliance that holds patient
+documents.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ from litestar.datastructures import Cookie, MutableScopeHeaders
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.security import refuse
+from services.shared import SharedDatabase
 
 CSRF_COOKIE = "csrftoken"
 CSRF_HEADER = b"x-csrftoken"
@@ -55,12 +57,28 @@ class Session:
     expires_at: float
 
 
+def _key(session_id: str) -> str:
+    """What the shared file keeps of a session id: its hash, useless to a browser."""
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
 class SessionStore:
-    def __init__(self, lifetime_seconds: float, clock: Callable[[], float] = time.time) -> None:
+    """The sessions of every worker process, in the shared file."""
+
+    def __init__(
+        self,
+        database: SharedDatabase,
+        lifetime_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._database = database
         self._lifetime = lifetime_seconds
         self._clock = clock
-        self._sessions: dict[str, Session] = {}
-        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Everybody signed out (the service starting)."""
+        with self._database.writing() as db:
+            db.execute("DELETE FROM sessions")
 
     def start(self, user_id: str, account_stamp: str) -> Session:
         session = Session(
@@ -70,81 +88,89 @@ class SessionStore:
             account_stamp,
             self._clock() + self._lifetime,
         )
-        with self._lock:
-            self._forget_expired()
-            self._sessions[session.session_id] = session
+        self._put(session)
         return session
+
+    def _put(self, session: Session, replacing: str | None = None) -> None:
+        with self._database.writing() as db:
+            db.execute("DELETE FROM sessions WHERE expires_at <= ?", (self._clock(),))
+            if replacing is not None:
+                db.execute("DELETE FROM sessions WHERE id_hash = ?", (_key(replacing),))
+            db.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+                (
+                    _key(session.session_id), session.user_id, session.csrf_token,
+                    session.account_stamp, session.expires_at,
+                ),
+            )  # fmt: skip
 
     def get(self, session_id: str, stamp: Stamp) -> Session | None:
         """The live session under an id this store issued, while its credential stands."""
-        with self._lock:
-            session = self._sessions.get(session_id)
-            if session is None:
-                return None
-            if session.expires_at <= self._clock() or stamp(session.user_id) != (
-                session.account_stamp
-            ):
-                del self._sessions[session_id]
-                return None
-            return session
+        rows = self._database.read(
+            "SELECT user_id, csrf_token, account_stamp, expires_at FROM sessions WHERE id_hash = ?",
+            (_key(session_id),),
+        )
+        if not rows:
+            return None
+        user_id, csrf_token, account_stamp, expires_at = rows[0]
+        session = Session(
+            session_id,
+            str(user_id),
+            str(csrf_token),
+            str(account_stamp),
+            float(expires_at),
+        )
+        if session.expires_at <= self._clock() or stamp(session.user_id) != session.account_stamp:
+            self.end(session_id)
+            return None
+        return session
 
     def rotate(self, session: Session) -> Session:
         """The same sign-in under a new id and token (privilege changed)."""
         fresh = replace(
             session, session_id=secrets.token_urlsafe(32), csrf_token=secrets.token_urlsafe(32)
         )
-        with self._lock:
-            self._sessions.pop(session.session_id, None)
-            self._sessions[fresh.session_id] = fresh
+        self._put(fresh, replacing=session.session_id)
         return fresh
 
     def end(self, session_id: str) -> None:
-        with self._lock:
-            self._sessions.pop(session_id, None)
+        with self._database.writing() as db:
+            db.execute("DELETE FROM sessions WHERE id_hash = ?", (_key(session_id),))
 
     def end_user(self, user_id: str) -> int:
-        with self._lock:
-            ended = [k for k, s in self._sessions.items() if s.user_id == user_id]
-            for key in ended:
-                del self._sessions[key]
-        return len(ended)
+        with self._database.writing() as db:
+            return db.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,)).rowcount
 
     def __len__(self) -> int:
-        with self._lock:
-            self._forget_expired()
-            return len(self._sessions)
-
-    def _forget_expired(self) -> None:
-        now = self._clock()
-        for key in [k for k, s in self._sessions.items() if s.expires_at <= now]:
-            del self._sessions[key]
+        rows = self._database.read(
+            "SELECT count(*) FROM sessions WHERE expires_at > ?", (self._clock(),)
+        )
+        return int(rows[0][0])
 
 
 class SignInThrottle:
-    """At most ``per_minute`` failed sign-ins per account in any minute."""
+    """At most ``per_minute`` failed sign-ins per account in any minute, counted across
+    every worker process."""
 
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, database: SharedDatabase, per_minute: int, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._database = database
         self._per_minute = per_minute
         self._clock = clock
-        self._failures: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
 
     def blocked(self, user_id: str) -> bool:
-        with self._lock:
-            return len(self._recent(user_id)) >= self._per_minute
+        rows = self._database.read(
+            "SELECT count(*) FROM sign_in_failures WHERE user_id = ? AND at > ?",
+            (user_id, self._clock() - 60.0),
+        )
+        return int(rows[0][0]) >= self._per_minute
 
     def failed(self, user_id: str) -> None:
-        with self._lock:
-            self._failures[user_id] = [*self._recent(user_id), self._clock()]
-
-    def _recent(self, user_id: str) -> list[float]:
-        cutoff = self._clock() - 60.0
-        recent = [t for t in self._failures.get(user_id, []) if t > cutoff]
-        if recent:
-            self._failures[user_id] = recent
-        else:
-            self._failures.pop(user_id, None)
-        return recent
+        now = self._clock()
+        with self._database.writing() as db:
+            db.execute("DELETE FROM sign_in_failures WHERE at <= ?", (now - 60.0,))
+            db.execute("INSERT INTO sign_in_failures VALUES (?, ?)", (user_id, now))
 
 
 class PreLoginToken:

@@ -1,9 +1,11 @@
 """What the services hold for their whole life: the appliance (opened once: models and
 stores are loaded once, and qdrant-edge admits one process per data directory), the
-local accounts, the token validator, ingestion jobs, and the last audit verification."""
+local accounts, the token validator, ingestion jobs, and the last audit verification.
+Sessions, failed sign-ins and jobs are also in the file all worker processes share."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 import uuid
@@ -16,6 +18,7 @@ from services.accounts import LocalAccounts
 from services.fair_lock import FairLock
 from services.identity import TokenValidator
 from services.sessions import SessionCookies, SessionStore, SignInThrottle
+from services.shared import SharedDatabase, load_job, save_job
 
 
 @dataclass(slots=True)
@@ -44,9 +47,11 @@ class ServiceState:
         settings = settings or appliance.settings.services
         self.accounts = LocalAccounts(appliance.settings.access_dir / "accounts.json")
         lifetime = int(settings.session_hours * 3600)
-        self.sessions = SessionStore(lifetime)
+        self.shared = SharedDatabase(appliance.settings.data_dir / "services" / "shared.sqlite3")
+        self.sessions = SessionStore(self.shared, lifetime)
+        self.sessions.clear()  # a service that starts signs everybody out
         self.cookies = SessionCookies(settings.secure_cookies, lifetime)
-        self.sign_in_throttle = SignInThrottle(settings.login_per_minute)
+        self.sign_in_throttle = SignInThrottle(self.shared, settings.login_per_minute)
         self.tokens = (
             TokenValidator(settings.jwks_file, settings.jwt_issuer, settings.jwt_audience)
             if settings.jwks_file
@@ -65,7 +70,16 @@ class ServiceState:
     def new_job(self, user_id: str, files: list[str]) -> IngestJob:
         job = IngestJob(str(uuid.uuid4()), user_id, files)
         self.jobs[job.job_id] = job
+        self.publish(job)
         return job
+
+    def publish(self, job: IngestJob) -> None:
+        """The job as it stands, for whichever worker process is asked about it."""
+        save_job(self.shared, job.job_id, dataclasses.asdict(job))
+
+    def job(self, job_id: str) -> IngestJob | None:
+        body = load_job(self.shared, job_id)
+        return IngestJob(**body) if body is not None else None  # type: ignore[arg-type]
 
 
 def now() -> str:

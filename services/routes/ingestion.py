@@ -69,6 +69,7 @@ def _accept_upload(
             job.done += 1
             continue
         (folder / name).write_bytes(upload_file.file.read())
+    service.publish(job)
     threading.Thread(target=_run_job, args=(service, job.job_id), daemon=True).start()
     return {"job_id": job.job_id, "files": job.files}
 
@@ -101,8 +102,10 @@ def _run_job(service: ServiceState, job_id: str) -> None:
             {"file": outcome.path.name, "status": outcome.status, "doc_id": outcome.doc_id,
              "chunks": outcome.chunks, "error": error and error.replace(str(folder), "")}
         )  # fmt: skip
+        service.publish(job)
 
     job.state = "running"
+    service.publish(job)
     for path in sorted(folder.iterdir()):
         if service.stopping.is_set():
             job.done += 1
@@ -121,8 +124,10 @@ def _run_job(service: ServiceState, job_id: str) -> None:
                 {"file": path.name, "status": "failed", "doc_id": None, "chunks": 0,
                  "error": "ingestion failed; the server log has the details"}
             )  # fmt: skip
+        service.publish(job)
     failed = [o for o in job.outcomes if o["status"] == "failed"]
     job.state = "failed" if failed and len(failed) == len(job.files) else "done"
+    service.publish(job)
 
 
 @get(
@@ -132,7 +137,7 @@ def _run_job(service: ServiceState, job_id: str) -> None:
     responses=ERROR_RESPONSES,
 )
 def job_status(job_id: FromPath[str], subject: Asker, service: Service) -> JobBody:
-    job = service.jobs.get(job_id)
+    job = service.job(job_id)
     if job is None or job.user_id != subject.user_id:
         raise NotFoundException()
     return cast(JobBody, dataclasses.asdict(job) | {"total": len(job.files)})

@@ -21,7 +21,13 @@ from appliance.engines import Appliance
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, audit_entries, make_settings
+from tests.conftest import (
+    SAMPLE_CORPUS,
+    SAMPLE_SUBJECTS,
+    audit_entries,
+    fresh_sign_in_minute,
+    make_settings,
+)
 
 PASSWORD = "correct horse battery"
 USERS = ("dr-okafor", "nurse-lindqvist", "audit-ito", "it-santos", "dr-shah")
@@ -235,7 +241,9 @@ def test_failed_sign_ins_are_limited_per_account_whatever_the_address(
     client: TestClient, data_dir: Path
 ) -> None:
     settings = make_settings(data_dir, services=_services(login_per_minute=3))
-    with TestClient(create_app(settings, client.app.state.service.appliance)) as limited:
+    app = create_app(settings, client.app.state.service.appliance)
+    fresh_sign_in_minute(app)
+    with TestClient(app) as limited:
         codes = []
         for n in range(5):
             limited.cookies.clear()

@@ -18,7 +18,13 @@ from appliance.engines import Appliance
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, audit_entries, make_settings
+from tests.conftest import (
+    SAMPLE_CORPUS,
+    SAMPLE_SUBJECTS,
+    audit_entries,
+    fresh_sign_in_minute,
+    make_settings,
+)
 
 PASSWORD = "correct horse battery"
 ISSUER, AUDIENCE = "https://idp.hospital.example", "clinical-appliance"
@@ -268,6 +274,7 @@ def test_sign_in_is_rate_limited(client: TestClient, data_dir: Path) -> None:
         ),
         client.app.state.service.appliance,  # one process may hold the stores
     )
+    fresh_sign_in_minute(app)
     with TestClient(app) as limited:
         limited.get("/health")
         codes = [
