@@ -3,8 +3,8 @@ against the server stack (OpenSearch for BM25), on 200,000 real chunks.
 
 The chunks pool the public data in ../shared/data: every sentence of the MedQuAD pages and
 of the SciFact and PubMedQA abstracts, every multi-hop pool passage, then MedQuAD's
-several-sentence paragraphs until the count is reached (a paragraph and its sentences,
-as overlapping chunks). Each chunk gets access labels drawn with a fixed seed (one of 20
+several-sentence paragraphs and whole SciFact abstracts until the count is reached (a
+paragraph and its sentences, as overlapping chunks). Each chunk gets access labels drawn with a fixed seed (one of 20
 departments, a sensitivity, an effective window), and every query runs under an access
 filter shaped as the product compiles one for a clinician: public, or internal and
 confidential in three departments, in force today (about a fifth of the chunks).
@@ -101,6 +101,8 @@ def pooled_passages(limit: int) -> tuple[list[tuple[str, str]], list[str]]:
     for line in (DATA / "scifact" / "corpus.jsonl").open(encoding="utf-8"):
         row = json.loads(line)
         chunks += [(row["title"], s) for s in row["sentences"] if len(s) > 20]
+        if len(row["sentences"]) > 1:
+            paragraphs.append((row["title"], " ".join(row["sentences"])))
     for line in (DATA / "scifact" / "claims_dev.jsonl").open(encoding="utf-8"):
         questions.append(json.loads(line)["claim"])
     for line in (DATA / "pubmedqa" / "pqa_l.jsonl").open(encoding="utf-8"):
