@@ -9,14 +9,14 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from appliance.access.filter_compiler import MATCH_NOTHING
 from appliance.access.guard import AccessGuard, AccessScope
 from appliance.access.rules import Subject
-from appliance.index.filters import AllOf, SearchFilter
+from appliance.index.filters import AllOf, SearchFilter, describe
 from appliance.records import Candidate
 from appliance.rerank.base import RerankQuery, RerankStage
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalMode
@@ -48,6 +48,39 @@ class SearchResult:
     """The question's embedding, when a stage computed it (later stages reuse it)."""
     searched_as: str | None = None
     """What the engines searched for, when the question was read into other words."""
+
+    def report(self, question: str, user: str, requested: SearchFilter | None) -> dict[str, Any]:
+        """The ranking as data (``appliance search --json``, and what the web service
+        sends back when it runs a search for the command): every candidate with its
+        document, place, ranks and stage scores."""
+        return {
+            "question": question,
+            "user": user,
+            "filter": describe(requested),
+            "policy_version": self.scope.policy_version,
+            "break_glass": self.scope.grant is not None,
+            "results": [
+                {
+                    "chunk_id": c.chunk.chunk_id,
+                    "doc_id": c.chunk.doc_id,
+                    "version": c.chunk.metadata.version,
+                    "title": c.chunk.metadata.title,
+                    "effective_from": c.chunk.metadata.effective_from.isoformat(),
+                    "heading_path": list(c.chunk.heading_path),
+                    "page": c.chunk.page,
+                    "start": c.chunk.start,
+                    "end": c.chunk.end,
+                    "fused_score": c.fused_score,
+                    "retrievers": {
+                        n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()
+                    },
+                    "stage_scores": c.scores,
+                    "break_glass": c.break_glass,
+                    "text": c.chunk.text,
+                }
+                for c in self.candidates
+            ],
+        }
 
 
 class NotRecorded(RuntimeError):

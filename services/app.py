@@ -26,7 +26,9 @@ from litestar.static_files import create_static_files_router
 from appliance.engines import Appliance
 from appliance.generate.base import GeneratorUnavailable
 from appliance.index.base import StoreUnavailable
-from appliance.settings import Settings
+from appliance.index.stores import single_process_reason
+from appliance.owner import claim, release
+from appliance.settings import ServiceSettings, Settings
 from services.auth import session_of
 from services.pages import PAGE_HANDLERS, STATIC, login
 from services.routes import api_routers
@@ -103,6 +105,12 @@ def uvicorn_options(settings: Settings) -> dict[str, object]:
     }
 
 
+def local_url(services: ServiceSettings) -> str:
+    """Where a command on this machine reaches the service."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(services.host, services.host)
+    return f"http://[{host}]:{services.port}" if ":" in host else f"http://{host}:{services.port}"
+
+
 def create_app(settings: Settings | None = None, appliance: Appliance | None = None) -> Litestar:
     """The application. ``appliance``: engines already open (they stay open when the
     application stops); otherwise the application opens its own and closes them."""
@@ -124,9 +132,13 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
                 len(cleaned),
                 ", ".join(cleaned),
             )
+        if single_process_reason(settings) is not None:  # the operator's commands come here
+            state.store_owner = claim(settings.data_dir, local_url(service_settings))
         try:
             yield
         finally:
+            if state.store_owner is not None:
+                release(settings.data_dir, state.store_owner)
             # Ingestion stops before its next document; the one being written finishes
             # (it holds the engines), then the engines close.
             state.stopping.set()

@@ -10,6 +10,7 @@ import uvicorn
 
 from appliance.cli.common import console, errors, fail, open_appliance
 from appliance.cli.questions import demo as appliance_demo
+from appliance.index.stores import single_process_reason
 from appliance.settings import Settings
 from services.accounts import AccountError, LocalAccounts
 from services.app import create_app, uvicorn_options
@@ -34,12 +35,16 @@ def serve(
     """Serve the API and both pages: one process on the embedded stores (the engines are
     opened once), or several worker processes on the store servers."""
     settings = Settings()
+    listening = settings.services.model_copy(
+        update={"host": host or settings.services.host, "port": port or settings.services.port}
+    )
+    settings = settings.model_copy(update={"services": listening})
     processes = workers or settings.services.workers
     if processes > 1 and (problem := single_process_reason(settings)):
         raise fail(f"{processes} workers cannot share the stores: {problem}", code=2)
     options = {
-        "host": host or settings.services.host,
-        "port": port or settings.services.port,
+        "host": settings.services.host,
+        "port": settings.services.port,
         "log_level": "info",
         **uvicorn_options(settings),
     }
@@ -47,17 +52,6 @@ def serve(
         uvicorn.run("services.app:create_app", factory=True, workers=processes, **options)  # type: ignore[arg-type]
     else:
         uvicorn.run(create_app(settings), **options)  # type: ignore[arg-type]
-
-
-def single_process_reason(settings: Settings) -> str | None:
-    """Why the stores admit one process only, if they do."""
-    if settings.lexical.engine == "tantivy":
-        return "the embedded BM25 index (tantivy) admits one process; set lexical.engine"
-    if settings.vectors.engine == "qdrant-edge":
-        return "the embedded vector store (qdrant-edge) admits one process; set vectors.engine"
-    if settings.vectors.qdrant.url is None:
-        return "qdrant-client's local mode admits one process; set vectors.qdrant.url"
-    return None
 
 
 @accounts_app.command("set-password")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.engines import Appliance
+from appliance.owner import StoreOwner
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.fair_lock import FairLock
@@ -65,6 +66,8 @@ class ServiceState:
         self.stopping = threading.Event()
         """Set when the service shuts down: ingestion jobs stop before their next document."""
         self.last_verification: Verification | None = None
+        self.store_owner: StoreOwner | None = None
+        """Set while this service holds the embedded stores for the operator's commands."""
         self.uploads_dir: Path = appliance.settings.data_dir / "uploads"
 
     def new_job(self, user_id: str, files: list[str]) -> IngestJob:

@@ -42,6 +42,15 @@ def audit_entries(data_dir: Path, event_type: str | None = None) -> list[dict]: 
     return [e for e in entries if event_type is None or e["type"] == event_type]
 
 
+def free_port() -> int:
+    """A port nothing listens on now, for a server a test starts."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def wait_until_answers(url: str, attempts: int = 600, pause: float = 0.2) -> None:
     """Until a server just started answers ``url`` with 200 (models load first)."""
     import time

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from appliance.cli.common import console, errors, open_appliance
 from appliance.cli.progress import progress_display
+from appliance.cli.running_service import running_service
 from appliance.engines import Appliance
 from appliance.ingest.pipeline import DocumentOutcome, IngestReport, OutcomeStatus, discover
 
@@ -92,10 +94,24 @@ def ingest(
         defaults["departments"] = default_department
     if default_doc_type:
         defaults["doc_type"] = default_doc_type
-    with open_appliance() as appliance:
-        report = ingest_with_progress(appliance, paths, defaults)
-        removed = appliance.ingestor.prune() if prune else []
-    print_ingest_summary(report, len(removed))
+    service = running_service()
+    if service is not None:
+        done = service.post(
+            "ingest",
+            {"paths": [str(p.resolve()) for p in paths], "defaults": defaults, "prune": prune},
+        )
+        service.close()
+        report = IngestReport(
+            [DocumentOutcome(Path(o["path"]), **o["outcome"]) for o in done["outcomes"]]
+        )
+        for outcome in report.failed:
+            errors.print(f"[red]failed:[/red] {escape(outcome.error or str(outcome.path))}")
+        pruned = len(done["pruned"])
+    else:
+        with open_appliance() as appliance:
+            report = ingest_with_progress(appliance, paths, defaults)
+            pruned = len(appliance.ingestor.prune()) if prune else 0
+    print_ingest_summary(report, pruned)
     if report.failed:
         raise typer.Exit(code=1)
 
@@ -141,8 +157,13 @@ def docs_remove(
     doc_ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")],
 ) -> None:
     """Remove documents from every store and the catalog."""
-    with open_appliance() as appliance:
-        removed = appliance.ingestor.remove(doc_ids)
+    service = running_service()
+    if service is not None:
+        removed = service.post("remove", {"doc_ids": doc_ids})["removed"]
+        service.close()
+    else:
+        with open_appliance() as appliance:
+            removed = appliance.ingestor.remove(doc_ids)
     for doc_id in doc_ids:
         if doc_id in removed:
             console.print(f"removed {doc_id}")

@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import typer
 from rich.markup import escape
@@ -25,13 +25,14 @@ from appliance.cli.common import (
     open_appliance,
 )
 from appliance.cli.documents import ingest_with_progress, print_ingest_summary
+from appliance.cli.running_service import running_service
 from appliance.engines import Appliance
 from appliance.generate.base import GeneratorUnavailable
 from appliance.generate.llama_cpp_server import ServerFailed
-from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter, describe
+from appliance.index.filters import ActiveOn, SearchFilter, requested_filter
 from appliance.model_registry import ModelUnavailable
 from appliance.query import SearchResult
-from appliance.records import Candidate, CitedSpan
+from appliance.records import CitedSpan
 from appliance.retrieve.hybrid import QueryError
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_corpus"
@@ -40,25 +41,6 @@ SAMPLE_SUBJECTS = SAMPLE_DIR / "subjects.toml"
 SAMPLE_QUESTION = "What is the first antibiotic dose for suspected sepsis with penicillin allergy?"
 SAMPLE_USER = "dr-okafor"
 Mode = Literal["hybrid", "lexical", "dense"]
-
-
-def _search_filter(
-    departments: list[str] | None,
-    sensitivities: list[str] | None,
-    doc_types: list[str] | None,
-    as_of: dt.date | None,
-    all_dates: bool,
-) -> SearchFilter | None:
-    clauses: list[SearchFilter] = []
-    if departments:
-        clauses.append(AnyOf("departments", tuple(d.lower() for d in departments)))
-    if sensitivities:
-        clauses.append(AnyOf("sensitivity", tuple(sensitivities)))
-    if doc_types:
-        clauses.append(AnyOf("doc_type", tuple(doc_types)))
-    if not all_dates:
-        clauses.append(ActiveOn(as_of or dt.date.today()))
-    return AllOf(tuple(clauses)) if clauses else None
 
 
 def run_search(
@@ -98,85 +80,63 @@ def search(
     if mode not in ("hybrid", "lexical", "dense"):
         errors.print(f"[red]error:[/red] unknown mode {mode!r}; use hybrid, lexical or dense")
         raise typer.Exit(code=2)
-    search_filter = _search_filter(
-        department, sensitivity, doc_type, as_of.date() if as_of else None, all_dates
-    )
-    with open_appliance() as appliance:
-        subject = known_subject(appliance, user)
-        result = run_search(
-            appliance, question, subject, top_k, search_filter, cast(Mode, mode), rerank
+    day = as_of.date() if as_of else None
+    service = running_service()
+    if service is not None:
+        asked = {
+            "question": question, "user": user, "top_k": top_k, "mode": mode,
+            "departments": department or [], "sensitivities": sensitivity or [],
+            "doc_types": doc_type or [], "as_of": day and day.isoformat(),
+            "all_dates": all_dates, "rerank": rerank,
+        }  # fmt: skip
+        report = service.post("search", asked)
+        service.close()
+    else:
+        search_filter = requested_filter(
+            department or (), sensitivity or (), doc_type or (), day, all_dates
         )
+        with open_appliance() as appliance:
+            subject = known_subject(appliance, user)
+            result = run_search(
+                appliance, question, subject, top_k, search_filter, cast(Mode, mode), rerank
+            )
+        report = result.report(question, user, search_filter)
     if as_json:
-        sys.stdout.write(json.dumps(_search_json(question, user, search_filter, result), indent=2))
+        sys.stdout.write(json.dumps(report, indent=2))
         sys.stdout.write("\n")
         return
-    print_search(question, search_filter, result)
+    print_search(report)
 
 
-def _search_json(
-    question: str, user: str, search_filter: SearchFilter | None, result: SearchResult
-) -> dict[str, object]:
-    return {
-        "question": question,
-        "user": user,
-        "filter": describe(search_filter),
-        "policy_version": result.scope.policy_version,
-        "results": [
-            {
-                "chunk_id": c.chunk.chunk_id,
-                "doc_id": c.chunk.doc_id,
-                "version": c.chunk.metadata.version,
-                "title": c.chunk.metadata.title,
-                "heading_path": list(c.chunk.heading_path),
-                "page": c.chunk.page,
-                "start": c.chunk.start,
-                "end": c.chunk.end,
-                "fused_score": c.fused_score,
-                "retrievers": {n: {"rank": h.rank, "score": h.score} for n, h in c.hits.items()},
-                "stage_scores": c.scores,
-                "break_glass": c.break_glass,
-                "text": c.chunk.text,
-            }
-            for c in result.candidates
-        ],
-    }
-
-
-def print_search(question: str, search_filter: SearchFilter | None, result: SearchResult) -> None:
-    if result.scope.grant is not None:
+def print_search(report: dict[str, Any]) -> None:
+    """A search's ranking (``SearchResult.report``) as a table."""
+    if report["break_glass"]:
         console.print("[bold red]BREAK-THE-GLASS ACTIVE[/bold red]: flagged rows are audited.")
-    _print_candidates(question, search_filter, result.candidates)
-
-
-def _print_candidates(
-    question: str, search_filter: SearchFilter | None, candidates: list[Candidate]
-) -> None:
     console.print(
-        f"[bold]{escape(question)}[/bold]\n[dim]filter: {escape(describe(search_filter))}[/dim]"
+        f"[bold]{escape(report['question'])}[/bold]\n[dim]filter: {escape(report['filter'])}[/dim]"
     )
-    if not candidates:
+    if not report["results"]:
         console.print("No chunk matches this question.")
         return
     table = Table(show_lines=True)
     for column in ("#", "document", "where", "ranks", "text"):
         table.add_column(column, overflow="fold")
-    for position, candidate in enumerate(candidates, start=1):
-        chunk = candidate.chunk
-        meta = chunk.metadata
-        where = " > ".join(chunk.heading_path) or "-"
-        where += f"\npage {chunk.page}" if chunk.page else ""
-        where += f"\nchars {chunk.start}-{chunk.end}"
+    for position, row in enumerate(report["results"], start=1):
+        where = " > ".join(row["heading_path"]) or "-"
+        where += f"\npage {row['page']}" if row["page"] else ""
+        where += f"\nchars {row['start']}-{row['end']}"
         ranks = "\n".join(
-            f"{name}: #{hit.rank} ({hit.score:.3f})" for name, hit in sorted(candidate.hits.items())
+            f"{name}: #{hit['rank']} ({hit['score']:.3f})"
+            for name, hit in sorted(row["retrievers"].items())
         )
-        ranks += f"\nrrf: {candidate.fused_score:.4f}"
-        ranks += "".join(f"\n{stage}: {score:.3f}" for stage, score in candidate.scores.items())
-        text = chunk.text if len(chunk.text) <= 400 else chunk.text[:400] + " ..."
+        ranks += f"\nrrf: {row['fused_score']:.4f}"
+        ranks += "".join(f"\n{stage}: {score:.3f}" for stage, score in row["stage_scores"].items())
+        text = row["text"] if len(row["text"]) <= 400 else row["text"][:400] + " ..."
         # Retrieved text is data: escaped, so a document can never inject console markup.
         table.add_row(
-            f"{position}\n[bold red]BTG[/bold red]" if candidate.break_glass else str(position),
-            f"{escape(meta.title)}\n[dim]{escape(chunk.doc_id)} v{escape(meta.version)}, "
-            f"from {meta.effective_from}[/dim]",
+            f"{position}\n[bold red]BTG[/bold red]" if row["break_glass"] else str(position),
+            f"{escape(row['title'])}\n[dim]{escape(row['doc_id'])} v{escape(row['version'])}, "
+            f"from {row['effective_from']}[/dim]",
             escape(where),
             ranks,
             escape(text),
@@ -276,8 +236,8 @@ def demo(
         subject = known_subject(appliance, SAMPLE_USER)
         console.print(f"asking as {SAMPLE_USER} (clinician, emergency and ICU)")
         today = dt.date.today()
-        search_filter = _search_filter(None, None, None, today, False)
+        search_filter = requested_filter(as_of=today)
         result = run_search(appliance, question, subject, 5, search_filter, "hybrid", True)
-        print_search(question, search_filter, result)
+        print_search(result.report(question, SAMPLE_USER, search_filter))
         console.print("\n[bold]The verified answer[/bold]")
         print_answer(ask_question(appliance, question, subject, today))

@@ -7,6 +7,7 @@ always pushed INTO the engine's search, never applied to its results afterwards.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -61,6 +62,27 @@ class NoneOf:
 
 
 SearchFilter = AnyOf | ActiveOn | AllOf | OneOf | NoneOf
+
+
+def requested_filter(
+    departments: Sequence[str] = (),
+    sensitivities: Sequence[str] = (),
+    doc_types: Sequence[str] = (),
+    as_of: dt.date | None = None,
+    all_dates: bool = False,
+) -> SearchFilter | None:
+    """What an operator's search asks for beyond access: some departments, sensitivities
+    or document types, in force on a day (today unless ``all_dates``)."""
+    clauses: list[SearchFilter] = []
+    if departments:
+        clauses.append(AnyOf("departments", tuple(d.lower() for d in departments)))
+    if sensitivities:
+        clauses.append(AnyOf("sensitivity", tuple(sensitivities)))
+    if doc_types:
+        clauses.append(AnyOf("doc_type", tuple(doc_types)))
+    if not all_dates:
+        clauses.append(ActiveOn(as_of or dt.date.today()))
+    return AllOf(tuple(clauses)) if clauses else None
 
 
 def without_dates(search_filter: SearchFilter | None) -> SearchFilter | None:

@@ -116,3 +116,14 @@ def qdrant_client(server: QdrantSettings, local_dir: Path) -> QdrantClient:
         verify=str(server.ca_file) if (https and server.ca_file) else https,
         timeout=int(server.timeout_s),
     )
+
+
+def single_process_reason(settings: Settings) -> str | None:
+    """Why the configured stores admit one process only, if they do (the embedded ones)."""
+    if settings.lexical.engine == "tantivy":
+        return "the embedded BM25 index (tantivy) admits one process; set lexical.engine"
+    if settings.vectors.engine == "qdrant-edge":
+        return "the embedded vector store (qdrant-edge) admits one process; set vectors.engine"
+    if settings.vectors.qdrant.url is None:
+        return "qdrant-client's local mode admits one process; set vectors.qdrant.url"
+    return None

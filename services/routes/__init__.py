@@ -5,7 +5,9 @@ its handlers are given (dependencies) and its limits:
 - ``ingestion``: upload and follow a job (the policy's ``ingest`` action);
 - ``audit``: search, records with proofs, status, verify, export (``review-audit``);
 - ``operations``: health and readiness (no sign-in; ``/ready`` for the operations
-  addresses only).
+  addresses only);
+- ``operator_commands``: ingest, remove and search for the ``appliance`` command while
+  this service holds the embedded stores (the data directory account's token).
 
 ``layers`` holds the guards and dependencies.
 """
@@ -16,7 +18,7 @@ from litestar import Router
 from litestar.middleware.rate_limit import RateLimitConfig
 
 from appliance.settings import ServiceSettings
-from services.routes import audit, clinician, ingestion, operations
+from services.routes import audit, clinician, ingestion, operations, operator_commands
 from services.routes.layers import DEPENDENCIES, may, signed_in
 
 
@@ -64,5 +66,16 @@ def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[R
             "/",
             route_handlers=[operations.health, operations.ready],
             dependencies=DEPENDENCIES,
+        ),
+        Router(
+            "/api/operator",
+            route_handlers=[
+                operator_commands.ingest,
+                operator_commands.remove,
+                operator_commands.search,
+            ],
+            guards=[operator_commands.operator],
+            dependencies=DEPENDENCIES,
+            include_in_schema=False,
         ),
     ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,13 @@ from appliance.engines import Appliance
 from appliance.settings import AuditSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings, wait_until_answers
+from tests.conftest import (
+    SAMPLE_CORPUS,
+    SAMPLE_SUBJECTS,
+    free_port,
+    make_settings,
+    wait_until_answers,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -37,12 +42,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("browser") / "data"
@@ -57,7 +56,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = make_settings(data, audit=witness)
     with Appliance(settings) as appliance:
         assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
-    port = _free_port()
+    port = free_port()
     web = uvicorn.Server(
         uvicorn.Config(create_app(settings), "127.0.0.1", port, log_level="warning")
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,16 +16,10 @@ import httpx
 from appliance.engines import Appliance
 from services.accounts import LocalAccounts
 from tests.bombs import docx_bomb
-from tests.conftest import SAMPLE_SUBJECTS, make_settings, wait_until_answers
+from tests.conftest import SAMPLE_SUBJECTS, free_port, make_settings, wait_until_answers
 
 PASSWORD = "stop test password"
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_sigterm_during_an_upload_stops_the_service_and_leaves_everything_whole(
@@ -36,7 +29,7 @@ def test_sigterm_during_an_upload_stops_the_service_and_leaves_everything_whole(
     (data / "access").mkdir(parents=True)
     shutil.copyfile(SAMPLE_SUBJECTS, data / "access" / "subjects.toml")
     LocalAccounts(data / "access" / "accounts.json").set_password("it-santos", PASSWORD)
-    port = _free_port()
+    port = free_port()
     environment = {**os.environ, "APPLIANCE_DATA_DIR": str(data),
                    "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
     server = subprocess.Popen(

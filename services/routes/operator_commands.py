@@ -1,0 +1,109 @@
+"""The operator's commands, sent by ``appliance`` while this service holds the embedded
+stores (``appliance.owner``): ingest, remove documents, search. Only a command of the
+data directory's own account can call them: it presents the token the service drew when
+it started, which only that account can read. Not part of the public API's schema.
+
+Ingestion takes the engines one document at a time, as an upload's job does, so that
+questions are answered in between.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import hmac
+from pathlib import Path
+from typing import Any, Literal
+
+from litestar import post
+from litestar.connection import ASGIConnection
+from litestar.exceptions import ClientException, NotAuthorizedException
+from litestar.handlers import BaseRouteHandler
+from pydantic import BaseModel, Field
+
+from appliance.access.subjects import UnknownSubject
+from appliance.index.filters import requested_filter
+from appliance.ingest.pipeline import discover
+from appliance.retrieve.hybrid import QueryError
+from services.routes.layers import Service, service_state
+
+
+async def operator(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    owner = service_state(connection).store_owner
+    offered = connection.headers.get("authorization", "")
+    expected = f"Bearer {owner.token}" if owner is not None else ""
+    if not expected or not hmac.compare_digest(offered.encode(), expected.encode()):
+        raise NotAuthorizedException("an operator command of this data directory's account")
+
+
+class IngestOrder(BaseModel):
+    paths: list[str] = Field(min_length=1)
+    defaults: dict[str, Any] = {}
+    prune: bool = False
+
+
+class RemoveOrder(BaseModel):
+    doc_ids: list[str] = Field(min_length=1)
+
+
+class SearchOrder(BaseModel):
+    question: str
+    user: str
+    top_k: int = Field(10, ge=1, le=100)
+    mode: Literal["hybrid", "lexical", "dense"] = "hybrid"
+    departments: list[str] = []
+    sensitivities: list[str] = []
+    doc_types: list[str] = []
+    as_of: dt.date | None = None
+    all_dates: bool = False
+    rerank: bool = True
+
+
+@post("/ingest", sync_to_thread=True, include_in_schema=False, status_code=200)
+def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
+    files = discover([Path(p) for p in data.paths])
+    actor = f"operator:{getpass.getuser()}"
+    outcomes = []
+    for path in files:
+        if service.stopping.is_set():
+            break
+        with service.engine_lock:
+            report = service.appliance.ingestor.ingest([path], defaults=data.defaults, actor=actor)
+        outcomes += [
+            {
+                "path": str(o.path),
+                "outcome": {"status": o.status, "doc_id": o.doc_id, "chunks": o.chunks,
+                            "error": o.error},
+            }
+            for o in report.outcomes
+        ]  # fmt: skip
+    pruned: list[str] = []
+    if data.prune:
+        with service.engine_lock:
+            pruned = service.appliance.ingestor.prune()
+    return {"outcomes": outcomes, "pruned": pruned}
+
+
+@post("/remove", sync_to_thread=True, include_in_schema=False, status_code=200)
+def remove(data: RemoveOrder, service: Service) -> dict[str, Any]:
+    with service.engine_lock:
+        return {"removed": service.appliance.ingestor.remove(data.doc_ids)}
+
+
+@post("/search", sync_to_thread=True, include_in_schema=False, status_code=200)
+def search(data: SearchOrder, service: Service) -> dict[str, Any]:
+    search_filter = requested_filter(
+        data.departments, data.sensitivities, data.doc_types, data.as_of, data.all_dates
+    )
+    with service.engine_lock:
+        appliance = service.appliance
+        try:
+            subject = appliance.subjects.get(data.user)
+            result = appliance.query.run(
+                data.question, subject, data.top_k, search_filter, data.mode, data.rerank
+            )
+        except UnknownSubject as error:
+            raise ClientException(f"{error}; see 'appliance policy users'") from None
+        except (QueryError, ValueError) as error:
+            raise ClientException(str(error)) from None
+    return result.report(data.question, data.user, search_filter)
