@@ -271,7 +271,7 @@ def measure_stack(
         f"{name}: vectors",
         chunks,
         lambda batch, start: vectors.upsert(batch, chunk_vectors[start : start + len(batch)]),
-        vectors.commit,
+        lambda: (vectors.commit(), vectors.optimize()),  # as an ingestion run ends
     )
     pool = ThreadPoolExecutor(max_workers=1)
 

@@ -42,6 +42,18 @@ def audit_entries(data_dir: Path, event_type: str | None = None) -> list[dict]: 
     return [e for e in entries if event_type is None or e["type"] == event_type]
 
 
+def finished_job(client: object, job_id: str) -> dict:  # type: ignore[type-arg]
+    """An ingestion job's state once it is done or failed (polled for up to a minute)."""
+    import time
+
+    for _ in range(300):
+        job: dict = client.get(f"/api/jobs/{job_id}").json()  # type: ignore[attr-defined,type-arg]
+        if job["state"] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    return job
+
+
 def free_port() -> int:
     """A port nothing listens on now, for a server a test starts."""
     import socket

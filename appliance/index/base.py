@@ -89,6 +89,10 @@ class VectorIndex(Protocol):
 
     def commit(self) -> None: ...
 
+    def optimize(self) -> None:
+        """After a run of writes: build what keeps searches fast (the HNSW graph, which the
+        embedded engine builds only when asked; a server builds its own)."""
+
     def search(
         self, vector: np.ndarray, limit: int, search_filter: SearchFilter | None = None
     ) -> list[ScoredChunkId]: ...

@@ -50,6 +50,17 @@ def payload_of(chunk: Chunk) -> dict[str, object]:
     }
 
 
+def check_vectors(chunks: Sequence[Chunk], vectors: Any, dimension: int) -> bool:
+    """Whether there is anything to write; a ValueError when the vectors do not fit."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    if len(chunks) == 0:
+        return False
+    if vectors.shape[1] != dimension:
+        raise ValueError(f"vectors have {vectors.shape[1]} dimensions, index has {dimension}")
+    return True
+
+
 def chunk_id_of(payload: dict[str, Any] | None) -> str:
     """The chunk id every point carries (each request asks for it in its payload)."""
     if payload is None or "chunk_id" not in payload:

@@ -35,6 +35,7 @@ from appliance.index.base import ScoredChunkId
 from appliance.index.filters import FILTER_FIELDS, SearchFilter
 from appliance.index.qdrant_common import (
     VECTOR_NAME,
+    check_vectors,
     chunk_id_of,
     compile_qdrant_filter,
     payload_of,
@@ -68,14 +69,8 @@ class QdrantEdgeVectorIndex:
                 )
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        if len(chunks) == 0:
+        if not check_vectors(chunks, vectors, self._dimension):
             return
-        if vectors.shape[1] != self._dimension:
-            raise ValueError(
-                f"vectors have {vectors.shape[1]} dimensions, index has {self._dimension}"
-            )
         points = [
             Point(point_id(chunk.chunk_id), {VECTOR_NAME: vector.tolist()}, payload_of(chunk))
             for chunk, vector in zip(chunks, vectors, strict=True)
@@ -89,6 +84,12 @@ class QdrantEdgeVectorIndex:
 
     def commit(self) -> None:
         self._shard.flush()
+
+    def optimize(self) -> None:
+        """Runs the engine's optimizers in this process (qdrant-edge has no background
+        ones): segments past the indexing threshold get their HNSW graph. Without it a
+        filtered search over 200,000 chunks scans them all (42 ms against 5 ms, p50)."""
+        self._shard.optimize()
 
     def search(
         self, vector: np.ndarray, limit: int, search_filter: SearchFilter | None = None

@@ -23,6 +23,7 @@ from appliance.index.base import STORE_LAYOUT_VERSION, ScoredChunkId, StoreUnava
 from appliance.index.filters import FILTER_FIELDS, SearchFilter
 from appliance.index.qdrant_common import (
     VECTOR_NAME,
+    check_vectors,
     chunk_id_of,
     compile_qdrant_filter,
     payload_of,
@@ -144,14 +145,8 @@ class QdrantVectorIndex:
             raise
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        if len(chunks) == 0:
+        if not check_vectors(chunks, vectors, self._dimension):
             return
-        if vectors.shape[1] != self._dimension:
-            raise ValueError(
-                f"vectors have {vectors.shape[1]} dimensions, index has {self._dimension}"
-            )
         points = [
             qm.PointStruct(
                 id=point_id(chunk.chunk_id),
@@ -175,6 +170,9 @@ class QdrantVectorIndex:
 
     def commit(self) -> None:
         """Every write already waited for the server to apply it."""
+
+    def optimize(self) -> None:
+        """The server's optimizers build its index in the background."""
 
     def search(
         self, vector: np.ndarray, limit: int, search_filter: SearchFilter | None = None

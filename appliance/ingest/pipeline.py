@@ -172,6 +172,10 @@ class Ingestor:
                 batch = []
         if batch:
             self._write(batch, record, actor)
+        if report.chunks_written:
+            # Once a run, not per batch: building the vector search index is the costly
+            # part of a bulk load, and the engine does nothing for a few new points.
+            self._vectors.optimize()
         return report
 
     def _prepare(

@@ -231,6 +231,21 @@ class StoreContract:
         assert all(int(chunk_id.split("@")[0][4:]) % 20 == 0 for chunk_id in found)
 
 
+class VectorIndexContract:
+    """A vector store (with ``StoreContract``'s fixture): the step after a run of writes
+    (``optimize``: the HNSW graph) keeps every answer and every chunk."""
+
+    def test_optimizing_after_a_run_changes_no_answer(self, store: StoreUnderTest) -> None:
+        asked = ("sepsis antibiotics", "diabetes code", "gloves apron")
+        before = [store.search(q, search_filter=ActiveOn(TODAY)) for q in asked]
+        count = store.store.count()
+        store.store.optimize()
+        assert [store.search(q, search_filter=ActiveOn(TODAY)) for q in asked] == before
+        assert store.store.count() == count
+        store.reopen()
+        assert store.search(asked[0], search_filter=ActiveOn(TODAY)) == before[0]
+
+
 def ids(index: LexicalIndex, query: str) -> list[str]:
     return [hit.chunk_id for hit in index.search(query, 10)]
 

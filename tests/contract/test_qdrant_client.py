@@ -12,10 +12,10 @@ from qdrant_client import QdrantClient
 from appliance.index.qdrant_vectors import QdrantVectorIndex
 from appliance.nlp.embedder import Embedder
 from appliance.records import Chunk
-from tests.contract.suites import StoreContract
+from tests.contract.suites import StoreContract, VectorIndexContract
 
 
-class TestQdrantClient(StoreContract):
+class TestQdrantClient(StoreContract, VectorIndexContract):
     def open_store(self, path: Path, embedder: Embedder) -> QdrantVectorIndex:
         path.mkdir(parents=True, exist_ok=True)
         return QdrantVectorIndex(

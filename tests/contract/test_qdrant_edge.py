@@ -7,10 +7,10 @@ from pathlib import Path
 from appliance.index.qdrant_edge_vectors import QdrantEdgeVectorIndex
 from appliance.nlp.embedder import Embedder
 from appliance.records import Chunk
-from tests.contract.suites import StoreContract
+from tests.contract.suites import StoreContract, VectorIndexContract
 
 
-class TestQdrantEdge(StoreContract):
+class TestQdrantEdge(StoreContract, VectorIndexContract):
     def open_store(self, path: Path, embedder: Embedder) -> QdrantEdgeVectorIndex:
         return QdrantEdgeVectorIndex(path, embedder.dimension)
 

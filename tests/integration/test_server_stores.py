@@ -5,11 +5,17 @@ what it knows, and the next run finishes the work without duplicates or losses."
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
+import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from litestar.testing import TestClient
 from opensearchpy import OpenSearch
@@ -17,7 +23,7 @@ from opensearchpy import OpenSearch
 from appliance.engines import Appliance
 from appliance.index.base import StoreUnavailable
 from appliance.index.filters import ActiveOn
-from appliance.settings import Settings
+from appliance.settings import PROJECT_ROOT, Settings
 from services.app import create_app
 from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
 from tests.servers import NO_NODE, OPENSEARCH_URL, CuttableLink
@@ -118,6 +124,61 @@ def test_a_cluster_lost_mid_ingestion_is_an_error_and_the_next_run_finishes(
                 assert appliance.lexical.chunk_ids_of(record.doc_id) == expected
     finally:
         link.close()
+
+
+FAULT_NODE_PORT = 9211
+"""A second node, on its own port, that the test stops and starts (the suite's own node
+stays up for the other tests)."""
+
+
+def _node(command: str) -> None:
+    script = PROJECT_ROOT / "scripts" / "servers" / "opensearch.sh"
+    environment = {**os.environ, "OPENSEARCH_PORT": str(FAULT_NODE_PORT)}
+    subprocess.run([str(script), command], env=environment, check=True, timeout=300)
+
+
+def _stop_once_chunks_arrive(url: str, stopped: threading.Event) -> None:
+    """Stops the node as soon as the first chunks of the ingestion are in it."""
+    for _ in range(1200):
+        try:
+            indices = httpx.get(f"{url}/_cat/indices/it-*?format=json", timeout=5).json()
+        except httpx.HTTPError:
+            indices = []
+        if any(int(index.get("docs.count") or 0) > 0 for index in indices):
+            _node("stop")
+            stopped.set()
+            return
+        time.sleep(0.05)
+
+
+def test_a_node_stopped_mid_ingestion_is_an_error_and_the_next_run_finishes(
+    tmp_path: Path, cluster: OpenSearch
+) -> None:
+    url = f"http://127.0.0.1:{FAULT_NODE_PORT}"
+    _node("start")
+    settings = server_settings(tmp_path / "data", url, ingest_batch_documents=1)
+    try:
+        with Appliance(settings) as appliance:
+            stopped = threading.Event()
+            stopper = threading.Thread(target=_stop_once_chunks_arrive, args=(url, stopped))
+            stopper.start()
+            with pytest.raises(StoreUnavailable, match=f"OpenSearch at {url}"):
+                appliance.ingestor.ingest([SAMPLE_CORPUS])
+            stopper.join()
+            assert stopped.is_set()
+        _node("start")  # the same node, its data kept
+        with Appliance(settings) as appliance:
+            appliance.ingestor.reconcile()
+            assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
+            chunks = appliance.catalog.chunk_count()
+            assert appliance.lexical.count() == appliance.vectors.count() == chunks
+            for record in appliance.catalog.documents():
+                expected = set(appliance.catalog.chunk_ids_of(record.doc_id))
+                assert appliance.lexical.chunk_ids_of(record.doc_id) == expected
+    finally:
+        with contextlib.suppress(Exception):
+            httpx.delete(f"{url}/it-*-chunks-*", timeout=30)
+        _node("stop")
 
 
 def test_a_question_while_the_cluster_is_down_fails_fast_and_is_audited(

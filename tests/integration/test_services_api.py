@@ -22,6 +22,7 @@ from tests.conftest import (
     SAMPLE_CORPUS,
     SAMPLE_SUBJECTS,
     audit_entries,
+    finished_job,
     fresh_sign_in_minute,
     make_settings,
 )
@@ -234,12 +235,7 @@ def test_uploads_are_for_it_staff_limited_in_size_and_ingested_in_the_background
     assert client.post("/api/documents", files=too_big, headers=csrf(client)).status_code == 413
     accepted = client.post("/api/documents", files=files, headers=csrf(client))
     assert accepted.status_code == 202, accepted.text
-    job_id = accepted.json()["job_id"]
-    for _ in range(300):
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
+    job = finished_job(client, accepted.json()["job_id"])
     assert job["state"] == "done" and job["outcomes"][0]["status"] == "added"
     ingested = [e for e in audit_entries(data_dir / "data", "ingestion")
                 if e["details"]["doc_id"] == "ward-fridge-policy"]  # fmt: skip

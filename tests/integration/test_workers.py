@@ -6,7 +6,6 @@ admit one process."""
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
 from services.cli import app as web_cli
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, make_settings
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, finished_job, make_settings
 
 PASSWORD = "correct horse battery"
 
@@ -58,19 +57,20 @@ def sign_in(client: TestClient, user: str) -> None:
     assert response.status_code == 200, response.text
 
 
-def carry_cookies(source: TestClient, target: TestClient) -> None:
-    """The browser: the same cookies, whichever worker the balancer picks."""
-    target.cookies.clear()
-    for name, value in source.cookies.items():
-        target.cookies.set(name, value)
+def signed_in_on_both(one: TestClient, other: TestClient, user: str) -> None:
+    """Signed in on the first worker; the browser then sends the same cookies, whichever
+    worker the balancer picks."""
+    sign_in(one, user)
+    other.cookies.clear()
+    for name, value in one.cookies.items():
+        other.cookies.set(name, value)
 
 
 def test_a_sign_in_on_one_worker_holds_on_the_other(
     two_workers: tuple[TestClient, TestClient],
 ) -> None:
     one, other = two_workers
-    sign_in(one, "dr-okafor")
-    carry_cookies(one, other)
+    signed_in_on_both(one, other, "dr-okafor")
     assert other.get("/api/me").json()["user_id"] == "dr-okafor"
     token = {"x-csrftoken": other.cookies.get("csrftoken", "")}
     assert other.post("/api/logout", headers=token).status_code in (200, 201, 204)
@@ -81,8 +81,7 @@ def test_the_question_limit_counts_across_workers(
     two_workers: tuple[TestClient, TestClient],
 ) -> None:
     one, other = two_workers
-    sign_in(one, "dr-okafor")
-    carry_cookies(one, other)
+    signed_in_on_both(one, other, "dr-okafor")
     codes = []
     for n in range(5):
         client = one if n % 2 == 0 else other
@@ -98,8 +97,7 @@ def test_a_job_started_on_one_worker_is_followed_on_the_other(
     two_workers: tuple[TestClient, TestClient],
 ) -> None:
     one, other = two_workers
-    sign_in(one, "it-santos")
-    carry_cookies(one, other)
+    signed_in_on_both(one, other, "it-santos")
     document = (
         b"---\ndoc_id: ward-fridge-policy\ntitle: Ward Fridge Policy\nsensitivity: internal\n"
         b"departments: [all]\n---\n# Ward Fridge Policy\n\nRecord the fridge temperature twice a day.\n"
@@ -109,12 +107,7 @@ def test_a_job_started_on_one_worker_is_followed_on_the_other(
         "/api/documents", files={"data": ("fridge.md", document, "text/markdown")}, headers=token
     )
     assert accepted.status_code == 202, accepted.text
-    job_id = accepted.json()["job_id"]
-    for _ in range(300):
-        job = other.get(f"/api/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
-            break
-        time.sleep(0.2)
+    job = finished_job(other, accepted.json()["job_id"])
     assert job["state"] == "done" and job["outcomes"][0]["status"] == "added"
 
 
