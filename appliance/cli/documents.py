@@ -18,7 +18,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from appliance.cli.common import console, errors, open_appliance
+from appliance.cli.common import console, errors, fail, open_appliance
 from appliance.cli.progress import progress_display
 from appliance.cli.running_service import running_service
 from appliance.engines import Appliance
@@ -150,6 +150,35 @@ def docs_list() -> None:
         )
     console.print(table)
     console.print(f"{len(records)} documents")
+
+
+@docs_app.command("rebuild-stores")
+def docs_rebuild_stores() -> None:
+    """Write every chunk the catalog holds into both stores again (a store server that
+    lost its index, or a new one): documents are not read again, only embedded."""
+    service = running_service()
+    if service is not None:
+        service.close()
+        raise fail(
+            f"the web service (pid {service.owner.pid}) holds the stores: stop it, then "
+            "rebuild them",
+            code=2,
+        )
+    with open_appliance() as appliance:
+        documents = [r for r in appliance.catalog.documents() if r.state == "indexed"]
+        with progress_display(
+            errors, TextColumn("[bold]rebuilding"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        ) as progress:  # fmt: skip
+            task = progress.add_task("rebuild", total=len(documents))
+            written = appliance.ingestor.rebuild_stores(
+                lambda _doc_id: progress.update(task, advance=1)
+            )
+        lexical, vectors = appliance.lexical.count(), appliance.vectors.count()
+    console.print(
+        f"{len(documents)} documents, {written} chunks written; "
+        f"the lexical store holds {lexical}, the vector store {vectors}"
+    )
 
 
 @docs_app.command("remove")

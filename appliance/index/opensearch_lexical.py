@@ -28,6 +28,7 @@ from opensearchpy.exceptions import (
 )
 from opensearchpy.exceptions import (
     ConnectionTimeout,
+    NotFoundError,
     RequestError,
     TransportError,
 )
@@ -201,6 +202,15 @@ class OpenSearchLexicalIndex:
                 "lexical",
                 f"{self._where} refused {len(error.errors)} chunk(s) when asked to {doing}: "
                 f"{first}",
+            ) from error
+        except NotFoundError as error:
+            if error.error != "index_not_found_exception":
+                raise
+            self._created = False  # made again by the next write
+            raise StoreUnavailable(
+                "lexical",
+                f"{self._where} no longer has the index {self.index} (asked to {doing}); "
+                "run 'appliance docs rebuild-stores'",
             ) from error
         except TransportError as error:
             if isinstance(error.status_code, int) and error.status_code >= 500:

@@ -330,6 +330,29 @@ class Ingestor:
                     self._trail.removed(doc_id)
         return ids
 
+    def rebuild_stores(self, on_document: Callable[[str], None] | None = None) -> int:
+        """Writes every chunk the catalog vouches for into both stores again, replacing
+        what they hold: for a store server that lost its index, or a new cluster. The
+        documents are not read again (the catalog keeps each chunk whole), only embedded.
+        Returns the chunks written."""
+        written = 0
+        for record in self._catalog.documents():
+            if record.state != "indexed":
+                continue
+            found = self._catalog.chunks(sorted(self._catalog.chunk_ids_of(record.doc_id)))
+            chunks = sorted(found.values(), key=lambda c: c.ordinal)
+            self._lexical.delete_documents([record.doc_id])
+            self._vectors.delete_documents([record.doc_id])
+            self._lexical.upsert(chunks)
+            self._vectors.upsert(chunks, self._embedder.embed_chunks(chunks))
+            self._lexical.commit()
+            self._vectors.commit()
+            written += len(chunks)
+            if on_document is not None:
+                on_document(record.doc_id)
+        self._vectors.optimize()
+        return written
+
     def prune(self) -> list[str]:
         """Remove documents whose source file no longer exists."""
         gone = [r.doc_id for r in self._catalog.documents() if not Path(r.source_path).exists()]

@@ -18,8 +18,9 @@ def health() -> HealthBody:
 
 @get("/ready", sync_to_thread=True, summary="The engines answer", responses=ERROR_RESPONSES)
 def ready(engines: Engines) -> Response[ReadyBody]:
-    """Each store asked in turn; a failure to open or read one is the answer here (503,
-    naming the store), not an error."""
+    """Each store asked in turn; a failure to open or read one, or a store that does not
+    hold what the catalog vouches for (a server that lost its index), is the answer here
+    (503, naming the store), not an error."""
     counts: dict[str, int] = {}
     probes = {
         "lexical": lambda: engines.lexical.count(),
@@ -30,8 +31,19 @@ def ready(engines: Engines) -> Response[ReadyBody]:
         try:
             counts[store] = probe()
         except Exception as error:  # readiness reports any failure, it does not raise
-            body: ReadyBody = {"status": "not ready", "store": store, "error": str(error)}
-            return Response(body, status_code=503)
+            return _not_ready(store, str(error))
+    vouched = engines.catalog.chunk_count()
+    for store in ("lexical", "vectors"):
+        if counts[store] != vouched:
+            return _not_ready(
+                store,
+                f"holds {counts[store]} chunks where the catalog vouches for {vouched}; "
+                "run 'appliance docs rebuild-stores'",
+            )
     return Response(
         {"status": "ready", "chunks": counts["lexical"], "audit_entries": counts["audit"]}
     )
+
+
+def _not_ready(store: str, error: str) -> Response[ReadyBody]:
+    return Response({"status": "not ready", "store": store, "error": error}, status_code=503)

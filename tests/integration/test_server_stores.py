@@ -126,6 +126,32 @@ def test_a_cluster_lost_mid_ingestion_is_an_error_and_the_next_run_finishes(
         link.close()
 
 
+def test_a_cluster_that_lost_its_index_is_not_ready_until_the_stores_are_rebuilt(
+    on_servers: Appliance, sample_appliance: Appliance, cluster: OpenSearch
+) -> None:
+    index = on_servers.lexical.index  # type: ignore[attr-defined]
+    cluster.indices.delete(index=index)  # a new cluster, or an index deleted by hand
+    services = on_servers.settings.services.model_copy(
+        update={"operations_addresses": ["testclient"]}
+    )
+    app = create_app(on_servers.settings.model_copy(update={"services": services}), on_servers)
+    with TestClient(app) as client:
+        ready = client.get("/ready")
+        assert ready.status_code == 503
+        assert ready.json()["store"] == "lexical" and "rebuild-stores" in ready.json()["error"]
+        written = on_servers.ingestor.rebuild_stores()
+        assert written == on_servers.catalog.chunk_count()
+        assert client.get("/ready").json()["status"] == "ready"
+        on_servers.vectors.delete_documents(["hand-hygiene-policy"])  # a store behind
+        on_servers.vectors.commit()
+        behind = client.get("/ready").json()
+        assert behind["store"] == "vectors" and "vouches for" in behind["error"]
+        on_servers.ingestor.rebuild_stores()
+        assert client.get("/ready").json()["status"] == "ready"
+    for question in QUESTIONS:
+        assert ranked(on_servers, question) == ranked(sample_appliance, question), question
+
+
 FAULT_NODE_PORT = 9211
 """A second node, on its own port, that the test stops and starts (the suite's own node
 stays up for the other tests)."""
