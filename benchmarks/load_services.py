@@ -6,7 +6,13 @@ with the sample corpus; each client signs in with its own session and asks in a 
 Reported: requests per second, latency p50/p95/max, and every error. The per-user ask
 and sign-in limits are raised for the run (it measures capacity, not the limiters).
 
-    .venv/bin/python benchmarks/load_services.py [--clients 20] [--seconds 120]
+``--workers 1 2`` runs the service once per count, side by side in one run. More than one
+worker needs the store servers, named in the environment as for the appliance itself
+(``APPLIANCE_LEXICAL__ENGINE=opensearch``, ``APPLIANCE_VECTORS__ENGINE=qdrant`` and
+``APPLIANCE_VECTORS__QDRANT__URL``); on the embedded stores the service refuses, and the
+row says so.
+
+    .venv/bin/python benchmarks/load_services.py [--clients 20] [--seconds 120] [--workers 1 2]
 """
 
 from __future__ import annotations
@@ -84,8 +90,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1])
     args = parser.parse_args()
     questions = [json.loads(line)["question"] for line in (SAMPLE / "golden.jsonl").open()]
+    rows = {
+        f"{n} worker(s)": run_service(n, questions, args.clients, args.seconds)
+        for n in args.workers
+    }
+    console.print(rows)
+    RESULTS.write_text(
+        json.dumps(rows if len(rows) > 1 else next(iter(rows.values())), indent=2) + "\n"
+    )
+    console.print(f"wrote {RESULTS}")
+
+
+def run_service(
+    workers: int, questions: list[str], clients: int, seconds: float
+) -> dict[str, object]:
+    """One service of ``workers`` processes on a fresh data directory, under load."""
     with tempfile.TemporaryDirectory(prefix="appliance-load-") as work:
         data = Path(work) / "data"
         (data / "access").mkdir(parents=True)
@@ -99,25 +121,31 @@ def main() -> None:
                        "APPLIANCE_SERVICES__ASK_PER_MINUTE": "1000000",
                        "APPLIANCE_SERVICES__LOGIN_PER_MINUTE": "1000",
                        "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "appliance-web"), "serve", "--port", str(port)],
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        command = [str(Path(sys.executable).parent / "appliance-web"), "serve", "--port", str(port),
+                   "--workers", str(workers)]  # fmt: skip
+        log = Path(work) / "serve.log"  # a file, not a pipe: a full pipe would stall it
+        with log.open("w") as stderr:
+            server = subprocess.Popen(
+                command, env=environment, stdout=subprocess.DEVNULL, stderr=stderr
+            )
         base = f"http://127.0.0.1:{port}"
         try:
+            time.sleep(2)
+            if server.poll() is not None:  # refused: more workers than the stores admit
+                return {"workers": workers, "refused": log.read_text().strip()}
             wait_ready(base)
             # Warm-up: models load on the first question.
             warm = {"latency_ms": [], "errors": []}  # type: dict[str, list]  # type: ignore[type-arg]
             client_loop(base, questions[:3], time.monotonic() + 5, warm)
             out: dict[str, list] = {"latency_ms": [], "errors": []}  # type: ignore[type-arg]
-            console.print(f"{args.clients} clients for {args.seconds:.0f} s against {base}")
-            stop = time.monotonic() + args.seconds
+            console.print(
+                f"{clients} clients for {seconds:.0f} s against {base} ({workers} worker(s))"
+            )
+            stop = time.monotonic() + seconds
             started = time.monotonic()
             threads = [
                 threading.Thread(target=client_loop, args=(base, questions, stop, out))
-                for _ in range(args.clients)
+                for _ in range(clients)
             ]
             for thread in threads:
                 thread.start()
@@ -128,8 +156,9 @@ def main() -> None:
             server.terminate()
             server.wait(timeout=60)
     latencies = sorted(out["latency_ms"])
-    figures = {
-        "clients": args.clients,
+    return {
+        "workers": workers,
+        "clients": clients,
         "seconds": round(wall, 1),
         "requests": len(latencies),
         "requests_per_second": round(len(latencies) / wall, 2),
@@ -139,9 +168,6 @@ def main() -> None:
         "errors": len(out["errors"]),
         "error_samples": out["errors"][:5],
     }
-    console.print(figures)
-    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
-    console.print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":
