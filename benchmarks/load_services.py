@@ -49,14 +49,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_ready(base: str) -> None:
-    """Until the server answers /ready (models and stores open), at most five minutes."""
+def wait_ready(base: str, server: subprocess.Popen[bytes]) -> bool:
+    """Until the server answers /ready (models and stores open), at most five minutes;
+    False when it exits first (it refused to start)."""
     for _ in range(1200):
+        if server.poll() is not None:
+            return False
         try:
             if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
-                return
+                return True
         except httpx.HTTPError:
             time.sleep(0.25)
+    return False
 
 
 def client_loop(base: str, questions: list[str], stop: float, out: dict[str, list]) -> None:  # type: ignore[type-arg]
@@ -130,10 +134,8 @@ def run_service(
             )
         base = f"http://127.0.0.1:{port}"
         try:
-            time.sleep(2)
-            if server.poll() is not None:  # refused: more workers than the stores admit
+            if not wait_ready(base, server):  # refused: more workers than the stores admit
                 return {"workers": workers, "refused": log.read_text().strip()}
-            wait_ready(base)
             # Warm-up: models load on the first question.
             warm = {"latency_ms": [], "errors": []}  # type: dict[str, list]  # type: ignore[type-arg]
             client_loop(base, questions[:3], time.monotonic() + 5, warm)
