@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -227,16 +227,23 @@ class OpenSearchLexicalIndex:
             for c in chunks
         )
         with self._reaching(f"index {len(chunks)} chunk(s)"):
-            for _ok, _item in helpers.streaming_bulk(
-                self._client,
-                actions,
-                chunk_size=self._bulk_chunks,
-                max_retries=self._max_retries,
-                initial_backoff=1,
-                max_backoff=30,
-                yield_ok=False,
-            ):
-                pass  # raise_on_error: a refused chunk raises BulkIndexError
+            self._bulk(actions)
+
+    def _bulk(self, actions: Iterable[dict[str, Any]], *, ignore: tuple[int, ...] = ()) -> None:
+        """Sends ``actions`` in bulk requests, retried with back-off when the cluster
+        pushes back; an action it refuses raises BulkIndexError (``ignore``: statuses
+        that are no refusal, as 404 for a delete)."""
+        for _ok, _item in helpers.streaming_bulk(
+            self._client,
+            actions,
+            chunk_size=self._bulk_chunks,
+            max_retries=self._max_retries,
+            initial_backoff=1,
+            max_backoff=30,
+            yield_ok=False,
+            ignore_status=ignore,
+        ):
+            pass
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         """Deletes by id the chunks a search finds for these documents: every
@@ -254,17 +261,7 @@ class OpenSearchLexicalIndex:
             deletes = (
                 {"_op_type": "delete", "_index": self.index, "_id": hit["_id"]} for hit in found
             )
-            for _ok, _item in helpers.streaming_bulk(
-                self._client,
-                deletes,
-                chunk_size=self._bulk_chunks,
-                max_retries=self._max_retries,
-                initial_backoff=1,
-                max_backoff=30,
-                yield_ok=False,
-                ignore_status=(404,),
-            ):
-                pass
+            self._bulk(deletes, ignore=(404,))
 
     def commit(self) -> None:
         with self._reaching("make written chunks searchable"):

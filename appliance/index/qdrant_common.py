@@ -13,6 +13,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from appliance.index.filters import (
     NO_PATIENT,
     ActiveOn,
@@ -115,3 +117,13 @@ def compile_qdrant_filter(search_filter: SearchFilter, models: QdrantFilterModel
 def match_nothing(models: QdrantFilterModels) -> Any:
     """A filter no point satisfies: every chunk has a doc_id, so "doc_id is empty" fails."""
     return models.group(must=[models.is_empty("doc_id")])
+
+
+def vectors_by_chunk(records: Sequence[Any]) -> dict[str, np.ndarray]:
+    """Retrieved points' vectors by chunk id (either client's records: a named vector
+    comes as a mapping)."""
+    found: dict[str, np.ndarray] = {}
+    for record in records:
+        vector = record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
+        found[chunk_id_of(record.payload)] = np.asarray(vector, dtype=np.float32)
+    return found

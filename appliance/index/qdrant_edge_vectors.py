@@ -40,6 +40,7 @@ from appliance.index.qdrant_common import (
     compile_qdrant_filter,
     payload_of,
     point_id,
+    vectors_by_chunk,
 )
 from appliance.records import Chunk
 
@@ -113,13 +114,7 @@ class QdrantEdgeVectorIndex:
         records = self._shard.retrieve(
             [point_id(c) for c in chunk_ids], with_payload=["chunk_id"], with_vector=[VECTOR_NAME]
         )
-        found: dict[str, np.ndarray] = {}
-        for record in records:
-            vector = (
-                record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
-            )
-            found[chunk_id_of(record.payload)] = np.asarray(vector, dtype=np.float32)
-        return found
+        return vectors_by_chunk(records)
 
     def _compile(self, search_filter: SearchFilter) -> Filter:
         return compile_qdrant_filter(search_filter, _EDGE_MODELS)

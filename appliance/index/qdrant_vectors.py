@@ -28,6 +28,7 @@ from appliance.index.qdrant_common import (
     compile_qdrant_filter,
     payload_of,
     point_id,
+    vectors_by_chunk,
 )
 from appliance.records import Chunk
 
@@ -203,13 +204,7 @@ class QdrantVectorIndex:
                 with_payload=["chunk_id"],
                 with_vectors=[VECTOR_NAME],
             )
-        found: dict[str, np.ndarray] = {}
-        for record in records:
-            vector = (
-                record.vector[VECTOR_NAME] if isinstance(record.vector, dict) else record.vector
-            )
-            found[chunk_id_of(record.payload)] = np.asarray(vector, dtype=np.float32)
-        return found
+        return vectors_by_chunk(records)
 
     def count(self) -> int:
         with self._reaching("count vectors"):
