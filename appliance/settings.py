@@ -154,6 +154,41 @@ class VectorSettings(_Group):
     qdrant: QdrantSettings = Field(default_factory=QdrantSettings)
 
 
+class Neo4jSettings(ServerCredentials):
+    """The Neo4j server that holds the knowledge graph when ``graph.engine`` is ``neo4j``."""
+
+    url: str = "bolt://127.0.0.1:7687"
+    """The server's Bolt address (``bolt+s://`` with ``ca_file`` on a production host)."""
+    database: str = Field("neo4j", pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    """The database that holds the appliance's graph."""
+    timeout_s: float = Field(10.0, gt=0)
+    """How long one query may take before the store counts as down."""
+
+
+class ArcadeDbSettings(_Group):
+    """The graph server the appliance starts itself when ``graph.engine`` is
+    ``arcadedb``: ArcadeDB from its Python wheel (with its own Java runtime), a child
+    process bound to loopback, its files and password in the data directory."""
+
+    heap_mb: int = Field(384, ge=128)
+    """The Java heap of the child process."""
+    start_timeout_s: float = Field(60.0, gt=0)
+    """How long the server may take to start before the appliance gives up."""
+
+
+class GraphSettings(_Group):
+    """Which engine holds the knowledge graph (entities and dated relations of chunks),
+    the third retriever of the fusion."""
+
+    engine: Literal["none", "arcadedb", "neo4j"] = "none"
+    """``none``: no graph (retrieval fuses BM25 and vectors); ``arcadedb``: an embedded
+    Bolt server the appliance starts; ``neo4j``: a Neo4j server."""
+    arcadedb: ArcadeDbSettings = Field(default_factory=ArcadeDbSettings)
+    neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    candidates: int = Field(30, gt=0)
+    """Chunks the graph retriever hands to the fusion, at most."""
+
+
 class RerankSettings(_Group):
     """Which rerank stages run after fusion, and how."""
 
@@ -311,6 +346,7 @@ class Settings(BaseSettings):
     limits: Limits = Field(default_factory=Limits)
     lexical: LexicalSettings = Field(default_factory=LexicalSettings)
     vectors: VectorSettings = Field(default_factory=VectorSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)

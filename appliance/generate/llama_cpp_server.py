@@ -9,45 +9,22 @@ stopped with the appliance (or when the process exits).
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
+from appliance.child_process import die_with_parent, free_port, how_it_ended, stop
+
 log = logging.getLogger(__name__)
-PR_SET_PDEATHSIG = 1
 
 
 class ServerFailed(RuntimeError):
     """The llama.cpp server did not start or stopped unexpectedly."""
-
-
-_prctl: Any
-try:  # resolved here, so that the child between fork and exec only makes one C call
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux: stop() and atexit still apply
-    _prctl = None
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to stop the server when the appliance process
-    dies, however it dies (a killed process runs no exit handlers)."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class LlamaCppServer:
@@ -89,7 +66,7 @@ class LlamaCppServer:
                 "the llama.cpp generator needs llama-cpp-python's server: "
                 "pip install 'llama-cpp-python[server]==0.3.36' (or `make install-llm`)"
             ) from error
-        self.port = _free_port()
+        self.port = free_port()
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path),
@@ -102,7 +79,7 @@ class LlamaCppServer:
         output = self._log_path.open("ab") if self._log_path else subprocess.DEVNULL
         log.info("starting the llama.cpp server for %s on port %d", self.model_path, self.port)
         self._process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
         )
         atexit.register(self.stop)
         deadline = time.monotonic() + self._start_timeout_s
@@ -124,14 +101,7 @@ class LlamaCppServer:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
     def death(self) -> str | None:
         """How the server process ended, if it has: so that an error names the cause
@@ -139,12 +109,7 @@ class LlamaCppServer:
         process = self._process
         if process is None or process.poll() is None:
             return None
-        code = process.returncode
-        try:
-            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
-        except ValueError:
-            how = f"signal {-code}"
-        return f"the llama.cpp server died ({how}){self._log_hint()}"
+        return f"the llama.cpp server died ({how_it_ended(process.returncode)}){self._log_hint()}"
 
     def _log_hint(self) -> str:
         return f"; its log is {self._log_path}" if self._log_path else ""

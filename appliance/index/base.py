@@ -1,5 +1,5 @@
-"""The store interfaces (lexical, vectors) and the term statistics the coverage gate
-reads. Implementations live beside this file."""
+"""The store interfaces (lexical, vectors, knowledge graph) and the term statistics the
+coverage gate reads. Implementations live beside this file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from appliance.index.filters import SearchFilter
-from appliance.records import Chunk
+from appliance.records import Chunk, ChunkFacts, Scope
 
 STORE_LAYOUT_VERSION = "2"
 """The fields each store keeps per chunk. A change means new store folders and every
@@ -24,7 +24,7 @@ class StoreUnavailable(RuntimeError):
     def __init__(self, store: str, message: str) -> None:
         super().__init__(message)
         self.store = store
-        """Which store: ``lexical`` or ``vectors``."""
+        """Which store: ``lexical``, ``vectors`` or ``graph``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,51 @@ class VectorIndex(Protocol):
 
     def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by chunk id (rerankers compare them with the query's)."""
+
+    def count(self) -> int: ...
+
+    def chunk_ids_of(self, doc_id: str) -> set[str]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEvidence:
+    """A chunk a graph template found, with what the graph knows that made it match
+    (entity keys, or relations such as "EXCLUDES diabetic ketoacidosis")."""
+
+    chunk_id: str
+    score: float
+    template: str
+    evidence: tuple[str, ...]
+
+
+class GraphIndex(Protocol):
+    """The knowledge graph: documents, chunks with their access fields, the entities
+    they name and what they state about them; read only through reviewed templates."""
+
+    name: str
+
+    def replace_documents(self, facts: Sequence[ChunkFacts]) -> None:
+        """Replace everything of the documents these chunks belong to (one transaction)."""
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None: ...
+
+    def find(
+        self,
+        template: str,
+        parameters: dict[str, object],
+        search_filter: SearchFilter | None = None,
+    ) -> list[GraphEvidence]:
+        """The chunks a chunk-finding template matches, best first, inside the filter."""
+
+    def scopes_of(
+        self, chunk_ids: Sequence[str], search_filter: SearchFilter | None = None
+    ) -> dict[str, list[Scope]]:
+        """What each chunk applies to and excludes."""
+
+    def abbreviations(self, search_filter: SearchFilter | None = None) -> dict[str, str]:
+        """Short form -> entity key, as the readable documents define them."""
 
     def count(self) -> int: ...
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from appliance.records import OPEN_ENDED, Chunk
+
 FilterField = Literal["doc_id", "doc_type", "departments", "sensitivity", "owner", "patient_id"]
 FILTER_FIELDS: tuple[FilterField, ...] = (
     "doc_id",
@@ -128,3 +130,20 @@ def describe(search_filter: SearchFilter | None) -> str:
 def day_number(day: dt.date) -> int:
     """Dates are stored as proleptic ordinals: integers every engine can range over."""
     return day.toordinal()
+
+
+def filterable_fields(chunk: Chunk) -> dict[str, object]:
+    """What every store keeps beside a chunk so that filters run inside its search: the
+    fields of ``FILTER_FIELDS`` and the days it is in force (an open end is the last day)."""
+    meta = chunk.metadata
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "doc_type": meta.doc_type,
+        "departments": list(meta.departments),
+        "sensitivity": meta.sensitivity,
+        "owner": meta.owner,
+        "patient_id": meta.patient_id or NO_PATIENT,
+        "effective_from": day_number(meta.effective_from),
+        "effective_to": day_number(meta.effective_to or OPEN_ENDED),
+    }

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from appliance.index.filters import (
-    NO_PATIENT,
     ActiveOn,
     AllOf,
     AnyOf,
@@ -24,8 +23,9 @@ from appliance.index.filters import (
     OneOf,
     SearchFilter,
     day_number,
+    filterable_fields,
 )
-from appliance.records import OPEN_ENDED, Chunk
+from appliance.records import Chunk
 
 VECTOR_NAME = "text"
 _POINT_NAMESPACE = uuid.UUID("3f0e4c9a-2b7d-4d5e-9a61-0c8f6b1e2d47")
@@ -38,18 +38,7 @@ def point_id(chunk_id: str) -> str:
 
 def payload_of(chunk: Chunk) -> dict[str, object]:
     """What a point carries besides its vector: the chunk id and the filterable fields."""
-    meta = chunk.metadata
-    return {
-        "chunk_id": chunk.chunk_id,
-        "doc_id": chunk.doc_id,
-        "doc_type": meta.doc_type,
-        "departments": list(meta.departments),
-        "sensitivity": meta.sensitivity,
-        "owner": meta.owner,
-        "patient_id": meta.patient_id or NO_PATIENT,
-        "effective_from": day_number(meta.effective_from),
-        "effective_to": day_number(meta.effective_to or OPEN_ENDED),
-    }
+    return filterable_fields(chunk)
 
 
 def check_vectors(chunks: Sequence[Chunk], vectors: Any, dimension: int) -> bool:

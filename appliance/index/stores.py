@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from appliance.index.base import STORE_LAYOUT_VERSION, LexicalEngine, VectorIndex
-from appliance.settings import OpenSearchSettings, QdrantSettings, Settings
+from appliance.index.base import STORE_LAYOUT_VERSION, GraphIndex, LexicalEngine, VectorIndex
+from appliance.settings import Neo4jSettings, OpenSearchSettings, QdrantSettings, Settings
 
 if TYPE_CHECKING:
+    from neo4j import Driver
     from opensearchpy import OpenSearch
     from qdrant_client import QdrantClient
 
@@ -33,6 +34,11 @@ def vector_dir(data_dir: Path) -> Path:
 def qdrant_local_dir(data_dir: Path) -> Path:
     """qdrant-client's local mode, when ``vectors.engine`` is ``qdrant`` with no URL."""
     return data_dir / f"qdrant-local-v{STORE_LAYOUT_VERSION}"
+
+
+def graph_dir(data_dir: Path) -> Path:
+    """The embedded graph server's files (ArcadeDB), versioned with the store layout."""
+    return data_dir / f"graph-v{STORE_LAYOUT_VERSION}"
 
 
 def open_lexical(settings: Settings) -> LexicalEngine:
@@ -127,3 +133,46 @@ def single_process_reason(settings: Settings) -> str | None:
     if settings.vectors.qdrant.url is None:
         return "qdrant-client's local mode admits one process; set vectors.qdrant.url"
     return None
+
+
+def open_graph(settings: Settings) -> GraphIndex | None:
+    """The knowledge graph of ``graph.engine`` (None when there is none); for
+    ``arcadedb`` the embedded server is started here and stops when the store closes."""
+    from appliance.index.cypher_graph import CypherGraphStore
+
+    graph = settings.graph
+    if graph.engine == "none":
+        return None
+    if graph.engine == "neo4j":
+        return CypherGraphStore(
+            neo4j_driver(graph.neo4j), graph.neo4j.database, where=f"Neo4j at {graph.neo4j.url}"
+        )
+    from neo4j import GraphDatabase
+
+    from appliance.index.arcadedb_server import DATABASE, USER, ArcadeDbServer
+
+    server = ArcadeDbServer(
+        graph_dir(settings.data_dir),
+        heap_mb=graph.arcadedb.heap_mb,
+        start_timeout_s=graph.arcadedb.start_timeout_s,
+    ).start()
+    driver = GraphDatabase.driver(server.url, auth=(USER, server.password()))
+    return CypherGraphStore(driver, DATABASE, where="the embedded ArcadeDB", server=server)
+
+
+def neo4j_driver(server: Neo4jSettings) -> Driver:
+    """A driver for the Neo4j server, with TLS and sign-in as the settings say."""
+    from neo4j import GraphDatabase, TrustCustomCAs
+
+    secret = server.secret()
+    options: dict[str, Any] = {"connection_timeout": server.timeout_s}
+    if server.ca_file is not None:  # the site's CA: the driver wants a plain scheme then
+        if urlsplit(server.url).scheme.endswith("+s"):
+            raise ValueError(
+                f"graph.neo4j.url {server.url} trusts the system's CAs; with ca_file set, "
+                "write it as bolt:// or neo4j:// (TLS is then required with that CA)"
+            )
+        options["encrypted"] = True
+        options["trusted_certificates"] = TrustCustomCAs(str(server.ca_file))
+    auth = (server.user, secret) if server.user and secret is not None else None
+    return GraphDatabase.driver(server.url, auth=auth, **options)

@@ -1,0 +1,306 @@
+"""The contract of the knowledge graph store, which each graph server's test module
+subclasses: the same Cypher, through the same driver, must behave the same on the
+embedded ArcadeDB and on Neo4j. Writes, replacement, deletion, the access filter inside
+every template, dates, negation, supersession, scope and typed relations."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import pytest
+from neo4j import Driver
+
+from appliance.index.cypher_graph import CypherGraphStore
+from appliance.index.cypher_templates import TemplateError
+from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter
+from appliance.records import ChunkFacts, Mention, Relation, Scope
+from tests.contract.suites import make_chunk
+
+SEPSIS = "sepsis"
+ALLERGY = "penicillin allergy"
+AZTREONAM = "aztreonam"
+VRIII = "variable rate intravenous insulin infusion"
+DKA = "diabetic ketoacidosis"
+MRSA = "mrsa screening"
+
+
+def mention(text: str, key: str, kind: str, term: str) -> Mention:
+    start = text.index(term)
+    return Mention(key, kind, start, start + len(term), term)  # type: ignore[arg-type]
+
+
+def facts_of_sepsis_v3() -> list[ChunkFacts]:
+    text = "Give meropenem for sepsis with penicillin allergy."
+    chunk = make_chunk(
+        "sepsis-v3", 0, text, departments=["icu"], effective_from="2023-01-01",
+        effective_to="2025-03-01", superseded_by="sepsis-v4", version="3",
+    )  # fmt: skip
+    return [
+        ChunkFacts(
+            chunk,
+            mentions=(
+                mention(text, "meropenem", "drug", "meropenem"),
+                mention(text, SEPSIS, "condition", "sepsis"),
+                mention(text, ALLERGY, "condition", "penicillin allergy"),
+            ),
+        )
+    ]
+
+
+def facts_of_sepsis_v4() -> list[ChunkFacts]:
+    first = "This version supersedes version 3 of the sepsis bundle."
+    second = "For penicillin allergy in sepsis give aztreonam 2 g IV."
+    meta = {"departments": ["icu", "emergency"], "effective_from": "2025-03-01", "version": "4"}
+    dose = second.index("aztreonam 2 g IV")
+    return [
+        ChunkFacts(
+            make_chunk("sepsis-v4", 0, first, **meta),
+            mentions=(mention(first, SEPSIS, "condition", "sepsis"),),
+        ),
+        ChunkFacts(
+            make_chunk("sepsis-v4", 1, second, **meta),
+            mentions=(
+                mention(second, ALLERGY, "condition", "penicillin allergy"),
+                mention(second, SEPSIS, "condition", "sepsis"),
+                mention(second, AZTREONAM, "drug", "aztreonam"),
+            ),
+            relations=(
+                Relation(
+                    "DOSE_OF",
+                    AZTREONAM,
+                    ALLERGY,
+                    dose,
+                    dose + 16,
+                    (("amount", "2"), ("unit", "g"), ("route", "IV")),
+                ),
+            ),
+        ),
+    ]
+
+
+def facts_of_vriii() -> list[ChunkFacts]:
+    text = (
+        "Use a Variable Rate Intravenous Insulin Infusion (VRIII) for adults who miss "
+        "meals. Do not use a VRIII for diabetic ketoacidosis."
+    )
+    chunk = make_chunk("vriii", 0, text, departments=["endocrinology"])
+    vriii = mention(text, VRIII, "procedure", "Variable Rate Intravenous Insulin Infusion")
+    dka = mention(text, DKA, "condition", "diabetic ketoacidosis")
+    adults = mention(text, "adult", "population", "adults")
+    return [
+        ChunkFacts(
+            chunk,
+            mentions=(vriii, dka, adults),
+            scopes=(
+                Scope("APPLIES_TO", "adult", adults.start, adults.end),
+                Scope("EXCLUDES", DKA, text.index("Do not"), len(text)),
+            ),
+            abbreviations=(("vriii", VRIII),),
+        )
+    ]
+
+
+def facts_of_mrsa(sensitivity: str = "internal") -> list[ChunkFacts]:
+    text = "Screen every intensive care admission for MRSA on admission and weekly."
+    chunk = make_chunk("mrsa", 0, text, departments=["icu"], sensitivity=sensitivity)
+    return [ChunkFacts(chunk, mentions=(mention(text, MRSA, "procedure", "MRSA"),))]
+
+
+def facts_of_falls() -> list[ChunkFacts]:
+    text = "Assess every adult admitted to intensive care for falls risk."
+    chunk = make_chunk("falls", 0, text, departments=["icu"])
+    return [ChunkFacts(chunk, mentions=(mention(text, "adult", "population", "adult"),))]
+
+
+class GraphStoreContract:
+    """Subclasses provide ``driver`` and ``database`` fixtures for a running server."""
+
+    @pytest.fixture
+    def store(self, driver: Driver, database: str) -> Iterator[CypherGraphStore]:
+        driver.execute_query("MATCH (n) DETACH DELETE n", database_=database)
+        store = CypherGraphStore(driver, database, where="the test server")
+        yield store
+        driver.execute_query("MATCH (n) DETACH DELETE n", database_=database)
+
+    @staticmethod
+    def census(driver: Driver, database: str) -> dict[str, int]:
+        """Nodes by label and relationships by type: what the graph holds."""
+        nodes, _, _ = driver.execute_query(
+            "MATCH (n) UNWIND labels(n) AS label RETURN label, count(*) AS n", database_=database
+        )
+        edges, _, _ = driver.execute_query(
+            "MATCH ()-[r]->() RETURN type(r) AS kind, count(*) AS n", database_=database
+        )
+        return {r["label"]: r["n"] for r in nodes} | {r["kind"]: r["n"] for r in edges}
+
+    def ids(self, store: CypherGraphStore, template: str, f: SearchFilter | None = None,
+            **values: object) -> list[str]:  # fmt: skip
+        values.setdefault("limit", 10)
+        return [e.chunk_id for e in store.find(template, dict(values), f)]
+
+    def test_passages_naming_more_of_the_entities_come_first(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_sepsis_v4() + facts_of_vriii())
+        found = store.find("entity_chunks", {"keys": [SEPSIS, ALLERGY, AZTREONAM], "limit": 10})
+        assert [e.chunk_id for e in found] == ["sepsis-v4@1#0001", "sepsis-v4@1#0000"]
+        assert found[0].score == 3.0
+        assert set(found[0].evidence) == {SEPSIS, ALLERGY, AZTREONAM}
+        assert store.count() == 3
+        assert store.chunk_ids_of("sepsis-v4") == {"sepsis-v4@1#0000", "sepsis-v4@1#0001"}
+
+    def test_the_access_filter_runs_inside_every_template(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_sepsis_v4() + facts_of_mrsa("confidential"))
+        internal = AnyOf("sensitivity", ("internal",))
+        assert self.ids(store, "entity_chunks", internal, keys=[MRSA]) == []
+        assert self.ids(store, "entity_chunks", keys=[MRSA]) == ["mrsa@1#0000"]
+        emergency = AnyOf("departments", ("emergency",))
+        assert self.ids(store, "entity_chunks", emergency, keys=[SEPSIS, MRSA]) == [
+            "sepsis-v4@1#0000", "sepsis-v4@1#0001",
+        ]  # fmt: skip
+
+    def test_in_force_on_a_day(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_sepsis_v3() + facts_of_sepsis_v4())
+        on = {
+            day: set(self.ids(store, "entity_chunks", ActiveOn(day), keys=[ALLERGY]))
+            for day in (dt.date(2024, 6, 1), dt.date(2025, 3, 1), dt.date(2026, 6, 1))
+        }
+        assert on[dt.date(2024, 6, 1)] == {"sepsis-v3@1#0000"}
+        assert on[dt.date(2025, 3, 1)] == {"sepsis-v4@1#0001"}  # the end day is not in force
+        assert on[dt.date(2026, 6, 1)] == {"sepsis-v4@1#0001"}
+
+    def test_negation_finds_documents_without_an_entity(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_mrsa() + facts_of_falls() + facts_of_vriii())
+        # "which passages about adults come from documents that do not mention MRSA?"
+        assert self.ids(store, "chunks_without", keys=["adult"], absent=[MRSA]) == [
+            "falls@1#0000", "vriii@1#0000",
+        ]  # fmt: skip
+        # a mention the asker cannot read does not count as present
+        store.replace_documents(facts_of_mrsa("restricted"))
+        text = "Adults on intensive care are screened for MRSA weekly."
+        both = ChunkFacts(
+            make_chunk("falls", 0, text, departments=["icu"]),
+            mentions=(
+                mention(text, "adult", "population", "Adults"),
+                mention(text, MRSA, "procedure", "MRSA"),
+            ),
+        )
+        store.replace_documents([both])
+        assert self.ids(store, "chunks_without", keys=["adult"], absent=[MRSA]) == ["vriii@1#0000"]
+
+    def test_supersession_links_versions_in_either_order(
+        self, driver: Driver, database: str, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_sepsis_v3())  # its successor is not here yet
+        assert self.ids(store, "successors", keys=[ALLERGY]) == []
+        store.replace_documents(facts_of_sepsis_v4())
+        found = store.find("successors", {"keys": [ALLERGY], "limit": 10})
+        assert [e.chunk_id for e in found] == ["sepsis-v4@1#0000", "sepsis-v4@1#0001"]
+        assert found[0].evidence == (
+            f"sepsis-v4 supersedes sepsis-v3 from day {dt.date(2025, 3, 1).toordinal()}",
+        )
+        # the successor removed: the old version stays linked to nothing but a placeholder
+        store.delete_documents(["sepsis-v4"])
+        assert self.ids(store, "successors", keys=[ALLERGY]) == []
+        assert store.chunk_ids_of("sepsis-v4") == set()
+        store.replace_documents(facts_of_sepsis_v4())
+        assert len(self.ids(store, "successors", keys=[ALLERGY])) == 2
+        assert self.census(driver, database)["SUPERSEDES"] == 1
+
+    def test_scope_says_what_a_passage_applies_to_and_excludes(
+        self, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_vriii() + facts_of_falls())
+        found = store.find("scope_match", {"keys": [DKA, "adult"], "limit": 10})
+        assert [e.chunk_id for e in found] == ["vriii@1#0000"]
+        assert set(found[0].evidence) == {f"EXCLUDES {DKA}", "APPLIES_TO adult"}
+        scopes = store.scopes_of(["vriii@1#0000", "falls@1#0000"])
+        assert set(scopes) == {"vriii@1#0000"}
+        assert {(s.kind, s.target) for s in scopes["vriii@1#0000"]} == {
+            ("APPLIES_TO", "adult"), ("EXCLUDES", DKA),
+        }  # fmt: skip
+        hidden = AnyOf("departments", ("icu",))
+        assert store.scopes_of(["vriii@1#0000"], hidden) == {}
+
+    def test_relations_between_entities_keep_their_evidence(
+        self, driver: Driver, database: str, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_sepsis_v4())
+        found = store.find("relation_between", {"keys": [AZTREONAM, ALLERGY], "limit": 5})
+        assert [(e.chunk_id, e.evidence) for e in found] == [
+            ("sepsis-v4@1#0001", (f"{AZTREONAM} DOSE_OF {ALLERGY}",))
+        ]
+        rows, _, _ = driver.execute_query(
+            "MATCH (:Entity)-[r:DOSE_OF]->(:Entity) RETURN r.amount AS amount, r.unit AS unit, "
+            "r.route AS route, r.valid_from AS valid_from, r.learned_at AS learned_at",
+            database_=database,
+        )
+        assert rows[0]["amount"] == "2" and rows[0]["unit"] == "g" and rows[0]["route"] == "IV"
+        assert rows[0]["valid_from"] == dt.date(2025, 3, 1).toordinal()
+        assert rows[0]["learned_at"] > 0
+
+    def test_re_ingestion_is_idempotent_and_replaces_only_its_own(
+        self, driver: Driver, database: str, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_sepsis_v4() + facts_of_vriii() + facts_of_falls())
+        before = self.census(driver, database)
+        store.replace_documents(facts_of_sepsis_v4())
+        store.replace_documents(facts_of_vriii())
+        assert self.census(driver, database) == before
+        edited = facts_of_vriii()[0]
+        text = "Use a VRIII for adults."
+        store.replace_documents(
+            [
+                ChunkFacts(
+                    make_chunk("vriii", 0, text, departments=["endocrinology"]),
+                    mentions=(mention(text, "adult", "population", "adults"),),
+                )
+            ]
+        )
+        after = self.census(driver, database)
+        assert "EXCLUDES" not in after and "DEFINES" not in after
+        assert self.ids(store, "entity_chunks", keys=[DKA]) == []
+        assert self.ids(store, "entity_chunks", keys=[AZTREONAM]) == ["sepsis-v4@1#0001"]
+        assert edited.chunk.chunk_id in store.chunk_ids_of("vriii")
+
+    def test_a_deleted_document_leaves_nothing_behind(
+        self, driver: Driver, database: str, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_falls())
+        alone = self.census(driver, database)
+        store.replace_documents(facts_of_vriii() + facts_of_sepsis_v4())
+        store.delete_documents(["vriii", "sepsis-v4", "never-ingested"])
+        assert self.census(driver, database) == alone  # "adult" stays: falls names it
+        assert store.abbreviations() == {}
+
+    def test_abbreviations_come_from_readable_documents(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_vriii())
+        assert store.abbreviations() == {"vriii": VRIII}
+        assert store.abbreviations(AnyOf("departments", ("icu",))) == {}
+
+    def test_bad_input_is_refused_and_changes_nothing(
+        self, driver: Driver, database: str, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_falls())
+        before = self.census(driver, database)
+        text = "Give aztreonam."
+        dangling = ChunkFacts(
+            make_chunk("bad", 0, text),
+            mentions=(mention(text, AZTREONAM, "drug", "aztreonam"),),
+            relations=(Relation("TREATS", AZTREONAM, SEPSIS, 0, 5),),
+        )
+        with pytest.raises(ValueError, match="does not mention"):
+            store.replace_documents([dangling])
+        with pytest.raises(TemplateError, match="no chunk-finding template"):
+            store.find("MATCH (n) DETACH DELETE n", {})
+        with pytest.raises(TemplateError, match="limit"):
+            store.find("entity_chunks", {"keys": [SEPSIS], "limit": 10_000})
+        with pytest.raises(TemplateError, match="unknown"):
+            store.find("entity_chunks", {"keys": [SEPSIS], "limit": 5, "cypher": "x"})
+        assert self.census(driver, database) == before
+
+    def test_values_are_data_never_query_text(self, store: CypherGraphStore) -> None:
+        store.replace_documents(facts_of_falls())
+        hostile = ["adult' OR 1=1 //", "adult}) DETACH DELETE n //"]
+        assert self.ids(store, "entity_chunks", keys=hostile) == []
+        assert self.ids(store, "entity_chunks", AllOf(()), keys=["adult"]) == ["falls@1#0000"]
+        assert store.count() == 1
