@@ -21,19 +21,27 @@ from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator
-from appliance.index.base import LexicalEngine, LexicalIndex, TermStatistics, VectorIndex
+from appliance.index.base import (
+    GraphIndex,
+    LexicalEngine,
+    LexicalIndex,
+    TermStatistics,
+    VectorIndex,
+)
 from appliance.index.catalog import Catalog
-from appliance.index.stores import open_lexical, open_vectors
+from appliance.index.stores import open_graph, open_lexical, open_vectors
 from appliance.ingest.chunker import Chunker
 from appliance.ingest.parse_limits import ParseLimits
-from appliance.ingest.pipeline import Ingestor
+from appliance.ingest.pipeline import Ingestor, KnowledgeGraphWriter
 from appliance.model_registry import ModelRegistry
+from appliance.nlp.clinical_facts import ClinicalFactExtractor
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import ParseGraphBuilder
 from appliance.query import QueryPipeline
 from appliance.rerank.stages import open_stages
-from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig
+from appliance.retrieve.graph import GraphRetriever
+from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig, TextRetriever
 from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
@@ -114,6 +122,15 @@ class Appliance:
         return open_vectors(self.settings, self.embedder.dimension)
 
     @cached_property
+    def knowledge_graph(self) -> GraphIndex | None:
+        """The graph store of ``graph.engine`` (the embedded server starts here)."""
+        return open_graph(self.settings)
+
+    @cached_property
+    def fact_extractor(self) -> ClinicalFactExtractor:
+        return ClinicalFactExtractor(self.registry.load("spacy-parser"))
+
+    @cached_property
     def ingestor(self) -> Ingestor:
         return Ingestor(
             self.catalog,
@@ -132,6 +149,11 @@ class Appliance:
             batch_documents=self.settings.ingest_batch_documents,
             embedder_name=self.registry.manifest(self.settings.embedder_role).name,
             graph_builder=self.graph_builder,
+            knowledge_graph=(
+                KnowledgeGraphWriter(self.knowledge_graph, self.fact_extractor)
+                if self.knowledge_graph is not None
+                else None
+            ),
             trail=self.audit_trail,
         )
 
@@ -301,9 +323,12 @@ class Appliance:
     @cached_property
     def retriever(self) -> HybridRetriever:
         retrieval = self.settings.retrieval
+        text_retrievers: list[TextRetriever] = [self.lexical]
+        if self.knowledge_graph is not None:
+            text_retrievers.append(GraphRetriever(self.knowledge_graph, self.fact_extractor))
         return HybridRetriever(
             self.catalog,
-            self.lexical,
+            text_retrievers,
             self.vectors,
             self.embedder,
             RetrievalConfig(
@@ -319,9 +344,10 @@ class Appliance:
             "retriever",
             "_lexical_engine",
             "vectors",
+            "knowledge_graph",
             "catalog",
             "break_glass",
             "audit_log",
         ):
-            if name in self.__dict__:
-                self.__dict__.pop(name).close()
+            if name in self.__dict__ and (store := self.__dict__.pop(name)) is not None:
+                store.close()

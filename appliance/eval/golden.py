@@ -61,7 +61,8 @@ class GoldenReport:
     per_question: list[dict[str, object]] = field(default_factory=list)
 
     def by_kind(self) -> dict[str, dict[str, float]]:
-        """Per question kind: how many, answered with every gold quote, refused."""
+        """Per question kind: how many, gold passage among the first 10 retrieved,
+        answered with every gold quote, refused."""
         grouped: dict[str, list[dict[str, object]]] = defaultdict(list)
         for outcome in self.per_question:
             kinds = outcome.get("kinds") or ["plain"]
@@ -70,6 +71,9 @@ class GoldenReport:
         return {
             kind: {
                 "questions": len(rows),
+                "recall_at_10": _share(
+                    r["recalled_at_10"] is True for r in rows if "recalled_at_10" in r
+                ),
                 "contains_gold": _share(r.get("contains_gold") is True for r in rows),
                 "refused": _share(r["refused"] is True for r in rows),
             }
@@ -201,7 +205,8 @@ def evaluate(
         if not gold:
             continue
         fused = appliance.retriever.retrieve(question, 10, in_force)
-        recalls.append(any(c.chunk.chunk_id in gold for c in fused))
+        recalled = any(c.chunk.chunk_id in gold for c in fused)
+        recalls.append(recalled)
         ranked = appliance.query.run(question, reader, 10, in_force).candidates
         rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
         reciprocal_ranks.append(1 / rank if rank else 0.0)
@@ -210,7 +215,9 @@ def evaluate(
         contains.append(has_all)
         quotes = " ".join(expected["quote"] for expected in golds)
         f1s.append(token_f1(text, quotes) if text else 0.0)
-        outcome.update(gold_rank_after_rerank=rank, answer=text, contains_gold=has_all)
+        outcome.update(
+            recalled_at_10=recalled, gold_rank_after_rerank=rank, answer=text, contains_gold=has_all
+        )
         report.per_question.append(outcome)
 
     def mean(values: list[bool] | list[float]) -> float:

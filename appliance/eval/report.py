@@ -33,10 +33,12 @@ def write_golden_report(
         "",
         "Gates: " + ("all pass" if not failed_gates else "; ".join(failed_gates)),
         "",
-        "| kind | questions | answer contains every gold quote | refused |",
-        "|---|---|---|---|",
+        "| kind | questions | gold passage retrieved (top 10) "
+        "| answer contains every gold quote | refused |",
+        "|---|---|---|---|---|",
         *[
-            f"| {kind} | {row['questions']} | {row['contains_gold']:.3f} | {row['refused']:.3f} |"
+            f"| {kind} | {row['questions']} | {row['recall_at_10']:.3f} "
+            f"| {row['contains_gold']:.3f} | {row['refused']:.3f} |"
             for kind, row in report.by_kind().items()
         ],
         "",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from appliance.index.base import STORE_LAYOUT_VERSION, LexicalIndex, VectorIndex
+from appliance.index.base import STORE_LAYOUT_VERSION, GraphIndex, LexicalIndex, VectorIndex
 from appliance.index.catalog import Catalog
 from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
 from appliance.ingest.errors import IngestError
@@ -23,7 +23,7 @@ from appliance.ingest.parse_limits import LimitExceeded, ParseLimits, parse_budg
 from appliance.ingest.parsers import PARSERS, parser_for
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.parse_graph import ParseGraphBuilder
-from appliance.records import Chunk, DocumentMetadata
+from appliance.records import Chunk, ChunkFacts, DocumentMetadata
 
 _REMOVING = "removing"
 """Fingerprint of a document whose removal was interrupted: never resumed as an ingest."""
@@ -95,6 +95,24 @@ class DocumentTrail(Protocol):
     def removed(self, doc_id: str) -> object: ...
 
 
+class FactExtractor(Protocol):
+    """What the knowledge graph keeps of chunks (``nlp.clinical_facts``)."""
+
+    @property
+    def signature(self) -> str:
+        """Part of each document's fingerprint: another extractor rebuilds the graph."""
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeGraphWriter:
+    """The knowledge graph and what fills it: both, or no graph at all."""
+
+    store: GraphIndex
+    extractor: FactExtractor
+
+
 class Ingestor:
     def __init__(
         self,
@@ -109,9 +127,11 @@ class Ingestor:
         batch_documents: int = 32,
         embedder_name: str = "",
         graph_builder: ParseGraphBuilder | None = None,
+        knowledge_graph: KnowledgeGraphWriter | None = None,
         trail: DocumentTrail | None = None,
     ) -> None:
         self._catalog = catalog
+        self._knowledge_graph = knowledge_graph
         self._trail = trail
         self._lexical = lexical
         self._vectors = vectors
@@ -126,6 +146,8 @@ class Ingestor:
             f"chunker={CHUNKER_VERSION};max={chunker.max_chars};embedder={embedder_name};"
             f"graphs={'none' if graph_builder is None else graph_builder.signature};"
             f"stores={STORE_LAYOUT_VERSION}"
+            # with a graph, its extractor too: turning the graph on fills it for every document
+            + ("" if knowledge_graph is None else f";{knowledge_graph.extractor.signature}")
         ).encode()
 
     def ingest(
@@ -258,6 +280,11 @@ class Ingestor:
             if self._graph_builder is not None:
                 built = self._graph_builder.build_many([c.index_text for c in all_chunks])
                 graphs = {c.chunk_id: g.to_bytes() for c, g in zip(all_chunks, built, strict=True)}
+            facts = (
+                self._knowledge_graph.extractor.extract(all_chunks)
+                if self._knowledge_graph is not None
+                else []
+            )
         except Exception as error:
             for prepared in batch:
                 reason = f"embedding or parsing failed: {error!r}"
@@ -278,6 +305,9 @@ class Ingestor:
         self._vectors.upsert(all_chunks, vectors)
         self._lexical.commit()
         self._vectors.commit()
+        if self._knowledge_graph is not None:
+            self._knowledge_graph.store.delete_documents(stale)
+            self._knowledge_graph.store.replace_documents(facts)
         if stale:
             self._catalog.forget(stale)
         for p in batch:
@@ -299,10 +329,7 @@ class Ingestor:
         for r in known:
             self._catalog.mark_pending(r.metadata, r.source_path, r.source_sha256, _REMOVING)
         ids = [r.doc_id for r in known]
-        self._lexical.delete_documents(ids)
-        self._vectors.delete_documents(ids)
-        self._lexical.commit()
-        self._vectors.commit()
+        self._delete_everywhere(ids)
         self._catalog.forget(ids)
         if self._trail is not None:
             for doc_id in ids:
@@ -318,10 +345,7 @@ class Ingestor:
         if not pending:
             return []
         ids = [r.doc_id for r in pending]
-        self._lexical.delete_documents(ids)
-        self._vectors.delete_documents(ids)
-        self._lexical.commit()
-        self._vectors.commit()
+        self._delete_everywhere(ids)
         removals = [r.doc_id for r in pending if r.fingerprint == _REMOVING]
         if removals:
             self._catalog.forget(removals)
@@ -330,11 +354,19 @@ class Ingestor:
                     self._trail.removed(doc_id)
         return ids
 
+    def _delete_everywhere(self, doc_ids: list[str]) -> None:
+        self._lexical.delete_documents(doc_ids)
+        self._vectors.delete_documents(doc_ids)
+        self._lexical.commit()
+        self._vectors.commit()
+        if self._knowledge_graph is not None:
+            self._knowledge_graph.store.delete_documents(doc_ids)
+
     def rebuild_stores(self, on_document: Callable[[str], None] | None = None) -> int:
-        """Writes every chunk the catalog vouches for into both stores again, replacing
+        """Writes every chunk the catalog vouches for into every store again, replacing
         what they hold: for a store server that lost its index, or a new cluster. The
-        documents are not read again (the catalog keeps each chunk whole), only embedded.
-        Returns the chunks written."""
+        documents are not read again (the catalog keeps each chunk whole), only embedded
+        (and their facts extracted, with a knowledge graph). Returns the chunks written."""
         written = 0
         for record in self._catalog.documents():
             if record.state != "indexed":
@@ -347,6 +379,9 @@ class Ingestor:
             self._vectors.upsert(chunks, self._embedder.embed_chunks(chunks))
             self._lexical.commit()
             self._vectors.commit()
+            if self._knowledge_graph is not None:
+                graph = self._knowledge_graph
+                graph.store.replace_documents(graph.extractor.extract(chunks))
             written += len(chunks)
             if on_document is not None:
                 on_document(record.doc_id)

@@ -1,15 +1,17 @@
-"""The first half of the path of one question: filters pushed into both engines,
-both searched in parallel, their rankings fused, chunks hydrated from the catalog."""
+"""The first half of the path of one question: filters pushed into every engine, all
+searched in parallel (BM25, vectors, and the knowledge graph when there is one), their
+rankings fused, chunks hydrated from the catalog."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
-from appliance.index.base import LexicalIndex, ScoredChunkId, VectorIndex
+from appliance.index.base import ScoredChunkId, VectorIndex
 from appliance.index.catalog import Catalog
 from appliance.index.filters import SearchFilter
 from appliance.nlp.embedder import Embedder
@@ -17,6 +19,16 @@ from appliance.records import Candidate
 from appliance.retrieve.fusion import reciprocal_rank_fusion
 
 RetrievalMode = Literal["hybrid", "lexical", "dense"]
+
+
+class TextRetriever(Protocol):
+    """A retriever that searches by the question's words (BM25, the knowledge graph)."""
+
+    name: str
+
+    def search(
+        self, query: str, limit: int, search_filter: SearchFilter | None = None
+    ) -> list[ScoredChunkId]: ...
 
 
 class QueryError(ValueError):
@@ -31,20 +43,26 @@ class RetrievalConfig:
 
 
 class HybridRetriever:
+    """Text retrievers (BM25 first, then any others) and the vector store, fused."""
+
     def __init__(
         self,
         catalog: Catalog,
-        lexical: LexicalIndex,
+        text_retrievers: Sequence[TextRetriever],
         vectors: VectorIndex,
         embedder: Embedder,
         config: RetrievalConfig | None = None,
     ) -> None:
+        if not text_retrievers:
+            raise ValueError("retrieval needs the lexical retriever at least")
         self._catalog = catalog
-        self._lexical = lexical
+        self._lexical, *self._others = text_retrievers
         self._vectors = vectors
         self._embedder = embedder
         self._config = config or RetrievalConfig()
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieve")
+        self._pool = ThreadPoolExecutor(
+            max_workers=len(text_retrievers), thread_name_prefix="retrieve"
+        )
 
     def retrieve(
         self,
@@ -58,16 +76,15 @@ class HybridRetriever:
         query = self.validate_query(query)
         depth = max(self._config.candidates_per_retriever, top_k)
         rankings: dict[str, list[ScoredChunkId]] = {}
-        lexical_future = (
-            self._pool.submit(self._lexical.search, query, depth, search_filter)
-            if mode in ("hybrid", "lexical")
-            else None
-        )
+        asked = [self._lexical] if mode in ("hybrid", "lexical") else []
+        if mode == "hybrid":
+            asked += self._others
+        futures = {r.name: self._pool.submit(r.search, query, depth, search_filter) for r in asked}
         if mode in ("hybrid", "dense"):
             vector = query_vector if query_vector is not None else self._embedder.embed_query(query)
             rankings[self._vectors.name] = self._vectors.search(vector, depth, search_filter)
-        if lexical_future is not None:
-            rankings[self._lexical.name] = lexical_future.result()
+        for name, future in futures.items():
+            rankings[name] = future.result()
         fused = reciprocal_rank_fusion(rankings, k=self._config.rrf_k)
         chunks = self._catalog.chunks([chunk_id for chunk_id, _score, _hits in fused])
         # A chunk id the catalog does not know (a document mid-removal) is never returned.
@@ -84,6 +101,7 @@ class HybridRetriever:
             "retrievers": {
                 self._lexical.name: type(self._lexical).__name__,
                 self._vectors.name: type(self._vectors).__name__,
+                **{r.name: type(r).__name__ for r in self._others},
             },
             "candidates_per_retriever": self._config.candidates_per_retriever,
             "fusion": {"method": "reciprocal rank fusion", "k": self._config.rrf_k},

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from litestar import Response, get
 
 from services.routes.layers import Engines
@@ -22,19 +24,21 @@ def ready(engines: Engines) -> Response[ReadyBody]:
     hold what the catalog vouches for (a server that lost its index), is the answer here
     (503, naming the store), not an error."""
     counts: dict[str, int] = {}
-    probes = {
+    probes: dict[str, Callable[[], int]] = {
         "lexical": lambda: engines.lexical.count(),
         "vectors": lambda: engines.vectors.count(),
         "audit": lambda: engines.audit_log.size,
     }
+    if (graph := engines.knowledge_graph) is not None:
+        probes["graph"] = graph.count
     for store, probe in probes.items():
         try:
             counts[store] = probe()
         except Exception as error:  # readiness reports any failure, it does not raise
             return _not_ready(store, str(error))
     vouched = engines.catalog.chunk_count()
-    for store in ("lexical", "vectors"):
-        if counts[store] != vouched:
+    for store in ("lexical", "vectors", "graph"):
+        if store in counts and counts[store] != vouched:
             return _not_ready(
                 store,
                 f"holds {counts[store]} chunks where the catalog vouches for {vouched}; "

@@ -1,0 +1,393 @@
+"""What the knowledge graph keeps of a chunk: the clinical entities it names, the
+abbreviations its document defines, what it says about its own scope (whom it applies
+to, what it excludes) and the relations it states (a dose of a drug, what a drug
+treats or must not be given with, what a step requires).
+
+Rules over spaCy's parse and a reviewed vocabulary (``clinical_terms.toml``), with
+scispacy's abbreviation detector (Schwartz and Hearst) linking each short form to its
+long form: no biomedical NER model is available from a package registry, and precise
+beats large here, since every relation keeps the span it came from. The same finder
+reads a question, so that a question's entities have the keys the graph holds.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from appliance.records import (
+    Chunk,
+    ChunkFacts,
+    EntityKind,
+    Mention,
+    Relation,
+    RelationKind,
+    Scope,
+)
+
+TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
+EXTRACTOR_VERSION = "1"
+"""Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
+
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DATE = re.compile(rf"\b(\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}} (?:{_MONTHS}) \d{{4}})\b", re.I)
+_CLAUSE = re.compile(
+    r"\b(section|clause|step|appendix|paragraph)\s+(\d+(?:\.\d+)*(?:\([a-z]\))?)", re.I
+)
+_HYPHEN = re.compile(r"\s*-\s*")
+_CONDITION_LIKE: frozenset[EntityKind] = frozenset({"condition", "population"})
+
+
+@dataclass(frozen=True, slots=True)
+class ClinicalTerms:
+    """The reviewed vocabulary, as read from ``clinical_terms.toml``."""
+
+    version: str
+    populations: Mapping[str, tuple[str, ...]]
+    condition_heads: frozenset[str]
+    condition_suffixes: tuple[str, ...]
+    procedure_heads: frozenset[str]
+    procedure_suffixes: tuple[str, ...]
+    lab_tests: tuple[str, ...]
+    drug_suffixes: tuple[str, ...]
+    drug_names: tuple[str, ...]
+    not_drugs: frozenset[str]
+    dose_units: tuple[str, ...]
+    routes: tuple[str, ...]
+    frequencies: tuple[str, ...]
+    departments: Mapping[str, tuple[str, ...]]
+    hedges: frozenset[str]
+    exclusion_cues: tuple[str, ...]
+    inclusion_cues: tuple[str, ...]
+    scope_headings: frozenset[str]
+    requirement_cues: tuple[str, ...]
+
+    @classmethod
+    def load(cls, path: Path = TERMS_FILE) -> ClinicalTerms:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        lang, drugs = raw["language"], raw["drugs"]
+        return cls(
+            version=str(raw["version"]),
+            populations={k: tuple(v) for k, v in raw["populations"].items()},
+            condition_heads=frozenset(raw["conditions"]["heads"]),
+            condition_suffixes=tuple(raw["conditions"]["suffixes"]),
+            procedure_heads=frozenset(raw["procedures"]["heads"]),
+            procedure_suffixes=tuple(raw["procedures"]["suffixes"]),
+            lab_tests=tuple(raw["labs"]["tests"]),
+            drug_suffixes=tuple(drugs["suffixes"]),
+            drug_names=tuple(drugs["names"]),
+            not_drugs=frozenset(drugs["not_drugs"]),
+            dose_units=tuple(drugs["units"]),
+            routes=tuple(drugs["routes"]),
+            frequencies=tuple(drugs["frequencies"]),
+            departments={k: tuple(v) for k, v in raw["departments"].items()},
+            hedges=frozenset(lang["hedges"]),
+            exclusion_cues=tuple(lang["exclusion_cues"]),
+            inclusion_cues=tuple(lang["inclusion_cues"]),
+            scope_headings=frozenset(lang["scope_headings"]),
+            requirement_cues=tuple(lang["requirement_cues"]),
+        )
+
+
+class ClinicalFactExtractor:
+    """Chunks to ``ChunkFacts``; questions to the entity keys the graph holds."""
+
+    def __init__(self, nlp: Any, terms: ClinicalTerms | None = None) -> None:
+        from scispacy.abbreviation import AbbreviationDetector
+        from spacy.matcher import PhraseMatcher
+
+        self._nlp = nlp
+        self._terms = terms or ClinicalTerms.load()
+        self._abbreviations = AbbreviationDetector(nlp)
+        self._phrases = PhraseMatcher(nlp.vocab, attr="LOWER")
+        self._canonical: dict[str, tuple[EntityKind, str]] = {}
+        for kind, groups in (
+            ("population", self._terms.populations),
+            ("department", self._terms.departments),
+        ):
+            for key, words in groups.items():
+                self._add_phrases(kind, key, words)  # type: ignore[arg-type]
+        for test in self._terms.lab_tests:
+            self._add_phrases("lab", test, (test,))
+        for name in self._terms.drug_names:
+            self._add_phrases("drug", name, (name,))
+        units = "|".join(
+            re.escape(u) for u in sorted(self._terms.dose_units, key=len, reverse=True)
+        )
+        routes = "|".join(re.escape(r) for r in self._terms.routes)
+        self._dose = re.compile(
+            rf"^\W{{0,3}}(\d+(?:\.\d+)?)\s?({units})(?![a-z])(?:\s+({routes})\b)?", re.I
+        )
+
+    @cached_property
+    def signature(self) -> str:
+        """Part of each document's fingerprint: another vocabulary or extractor rebuilds."""
+        return f"facts={EXTRACTOR_VERSION}.{self._terms.version}"
+
+    def _add_phrases(self, kind: EntityKind, key: str, words: Sequence[str]) -> None:
+        label = f"{kind}:{key}"
+        self._canonical[label] = (kind, key)
+        self._phrases.add(label, [self._nlp.make_doc(w) for w in words])
+
+    # -- chunks --------------------------------------------------------------------
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]:
+        """The facts of each chunk, in order. Abbreviations are defined per document:
+        a short form explained in one chunk is read as its long form in every chunk."""
+        docs = list(self._nlp.pipe([c.text for c in chunks]))
+        headings: dict[str, list[str]] = {}
+        for chunk in chunks:  # titles and headings define abbreviations too
+            seen = headings.setdefault(chunk.doc_id, [chunk.metadata.title])
+            seen.extend(h for h in chunk.heading_path if h not in seen)
+        defined: dict[str, dict[str, tuple[str, EntityKind]]] = {}
+        heading_docs = self._nlp.pipe(["\n".join(h) for h in headings.values()])
+        for doc_id, doc in zip(headings, heading_docs, strict=True):
+            self._define(defined.setdefault(doc_id, {}), doc)
+        for chunk, doc in zip(chunks, docs, strict=True):
+            self._define(defined.setdefault(chunk.doc_id, {}), doc)
+        return [
+            self._facts(chunk, doc, defined.get(chunk.doc_id, {}))
+            for chunk, doc in zip(chunks, docs, strict=True)
+        ]
+
+    def _define(self, defined: dict[str, tuple[str, EntityKind]], doc: Any) -> None:
+        for short, long_form in self._defined_in(doc):
+            kind = self._kind_of_phrase(long_form) or "procedure"
+            defined[short] = (self.key_of(long_form), kind)
+
+    def _defined_in(self, doc: Any) -> list[tuple[str, Any]]:
+        with warnings.catch_warnings():  # its second matcher has no patterns, by design
+            warnings.filterwarnings("ignore", message=r"\[W036\]")
+            self._abbreviations(doc)
+        return [(short.text.lower(), short._.long_form) for short in doc._.abbreviations]
+
+    def _facts(
+        self, chunk: Chunk, doc: Any, defined: Mapping[str, tuple[str, EntityKind]]
+    ) -> ChunkFacts:
+        mentions = self.mentions(doc, defined)
+        heading = chunk.heading_path[-1].lower() if chunk.heading_path else ""
+        under_scope_heading = heading in self._terms.scope_headings
+        scopes: list[Scope] = []
+        relations: list[Relation] = []
+        for sentence in doc.sents:
+            inside = [
+                m for m in mentions if sentence.start_char <= m.start and m.end <= sentence.end_char
+            ]
+            text = sentence.text.lower()
+            exclusion = _first_cue(text, self._terms.exclusion_cues)
+            if exclusion is not None:
+                cut = sentence.start_char + exclusion
+                for m in inside:
+                    if m.kind in _CONDITION_LIKE and m.start >= cut:
+                        scopes.append(
+                            Scope("EXCLUDES", m.key, sentence.start_char, sentence.end_char)
+                        )
+                        relations += self._contraindications(inside, m, cut, sentence)
+            elif under_scope_heading or _first_cue(text, self._terms.inclusion_cues) is not None:
+                for m in inside:
+                    if m.kind in _CONDITION_LIKE:
+                        scopes.append(
+                            Scope("APPLIES_TO", m.key, sentence.start_char, sentence.end_char)
+                        )
+            if exclusion is None:
+                relations += self._doses_and_treatments(chunk.text, inside, sentence)
+            relations += self._requirements(text, inside, sentence)
+        abbreviations = tuple(sorted({(s, key) for s, (key, _) in defined.items()
+                                      if any(m.key == key for m in mentions)}))  # fmt: skip
+        return ChunkFacts(
+            chunk, tuple(mentions), tuple(_unique(relations)), tuple(_unique(scopes)), abbreviations
+        )
+
+    def _contraindications(
+        self, inside: list[Mention], target: Mention, cut: int, sentence: Any
+    ) -> list[Relation]:
+        return [
+            Relation(
+                "CONTRAINDICATED_WITH", m.key, target.key, sentence.start_char, sentence.end_char
+            )
+            for m in inside
+            if m.kind == "drug" and m.start < cut
+        ]
+
+    def _doses_and_treatments(
+        self, text: str, inside: list[Mention], sentence: Any
+    ) -> list[Relation]:
+        relations: list[Relation] = []
+        targets = [m for m in inside if m.kind in _CONDITION_LIKE]
+        for drug in (m for m in inside if m.kind == "drug"):
+            dose = self._dose.match(text[drug.end : sentence.end_char])
+            for target in targets[:1]:
+                if dose is not None:
+                    details = [("amount", dose.group(1)), ("unit", dose.group(2))]
+                    if dose.group(3):
+                        details.append(("route", dose.group(3)))
+                    frequency = _first_cue(
+                        text[drug.end : sentence.end_char].lower(), self._terms.frequencies
+                    )
+                    if frequency is not None:
+                        found = text[drug.end + frequency : sentence.end_char].lower()
+                        details.append(
+                            (
+                                "frequency",
+                                next(f for f in self._terms.frequencies if found.startswith(f)),
+                            )
+                        )
+                    relations.append(
+                        Relation("DOSE_OF", drug.key, target.key, drug.start,
+                                 drug.end + dose.end(), tuple(details))
+                    )  # fmt: skip
+                relations.append(
+                    Relation("TREATS", drug.key, target.key, sentence.start_char, sentence.end_char)
+                )
+        return relations
+
+    def _requirements(self, text: str, inside: list[Mention], sentence: Any) -> list[Relation]:
+        cue = _first_cue(text, self._terms.requirement_cues)
+        if cue is None:
+            return []
+        cut = sentence.start_char + cue
+        before = [m for m in inside if m.end <= cut and m.kind != "date"]
+        after = [m for m in inside if m.start >= cut and m.kind in ("procedure", "lab", "drug")]
+        if not before or not after:
+            return []
+        kind: RelationKind = "REQUIRES"
+        return [Relation(kind, before[-1].key, a.key, sentence.start_char, sentence.end_char)
+                for a in after if a.key != before[-1].key]  # fmt: skip
+
+    # -- entities ------------------------------------------------------------------
+
+    def mentions(
+        self, doc: Any, defined: Mapping[str, tuple[str, EntityKind]] | None = None
+    ) -> list[Mention]:
+        """Every entity a parsed text names, in reading order; ``defined`` maps short
+        forms (lowercase) to the key and kind of their long form."""
+        found: dict[tuple[int, int, EntityKind], Mention] = {}
+
+        def add(kind: EntityKind, key: str, start: int, end: int) -> None:
+            if key and (start, end, kind) not in found:
+                found[(start, end, kind)] = Mention(key, kind, start, end, doc.text[start:end])
+
+        taken: set[int] = set()
+        for label, start, end in self._phrases(doc):
+            span = doc[start:end]
+            kind, key = self._canonical[self._nlp.vocab.strings[label]]
+            add(kind, key, span.start_char, span.end_char)
+            taken.update(range(start, end))
+        for token in doc:
+            lower = token.text.lower()
+            if defined and lower in defined and token.i not in taken:
+                key, kind = defined[lower]
+                add(kind, key, token.idx, token.idx + len(token.text))
+                taken.add(token.i)
+            elif token.i not in taken and self._is_drug(token):
+                add("drug", lower, token.idx, token.idx + len(token.text))
+        for chunk in doc.noun_chunks:
+            tokens = [t for t in chunk if t.i not in taken]
+            if not tokens or tokens[-1].i != chunk.root.i:
+                continue
+            head_kind = self._kind_of_head(chunk.root)
+            if head_kind is not None:
+                key = self._key_of_tokens(tokens)
+                first = next((t for t in tokens if t.text.lower() in key.split()), tokens[0])
+                add(head_kind, key, first.idx, chunk.end_char)
+        for match in _DATE.finditer(doc.text):
+            add("date", match.group(1).lower(), match.start(), match.end())
+        for match in _CLAUSE.finditer(doc.text):
+            add(
+                "clause",
+                f"{match.group(1).lower()} {match.group(2).lower()}",
+                match.start(),
+                match.end(),
+            )
+        conditions = [m for m in found.values() if m.kind == "condition"]
+        kept = [
+            m
+            for m in found.values()
+            if m.kind != "drug"
+            or not any(c.start <= m.start and m.end <= c.end and c.end - c.start > m.end - m.start
+                       for c in conditions)
+        ]  # fmt: skip
+        return sorted(kept, key=lambda m: (m.start, m.end, m.kind))
+
+    def question_keys(self, question: str, abbreviations: Mapping[str, str]) -> list[Mention]:
+        """The entities a question names, with the graph's abbreviations read as their
+        long forms (``abbreviations``: short form -> entity key)."""
+        defined = {short: (key, "condition") for short, key in abbreviations.items()}
+        return self.mentions(self._nlp(question), defined)  # type: ignore[arg-type]
+
+    def _is_drug(self, token: Any) -> bool:
+        lower = token.text.lower()
+        if token.pos_ not in ("NOUN", "PROPN", "ADJ") or not lower.isalpha():
+            return False
+        if lower in self._terms.not_drugs:
+            return False
+        return any(
+            lower.endswith(s) and len(lower) >= len(s) + 3 for s in self._terms.drug_suffixes
+        )
+
+    def _kind_of_head(self, head: Any) -> EntityKind | None:
+        lemma = head.lemma_.lower()
+        lower = head.text.lower()
+        if lemma in self._terms.condition_heads or lower in self._terms.condition_heads:
+            return "condition"
+        if lemma in self._terms.procedure_heads or lower in self._terms.procedure_heads:
+            return "procedure"
+        if head.pos_ in ("NOUN", "PROPN") and len(lower) > 6:
+            if lower.endswith(self._terms.condition_suffixes):
+                return "condition"
+            if lower.endswith(self._terms.procedure_suffixes):
+                return "procedure"
+        return None
+
+    def _kind_of_phrase(self, span: Any) -> EntityKind | None:
+        return self._kind_of_head(span.root) if len(span) else None
+
+    def key_of(self, span: Any) -> str:
+        """The canonical name of a noun phrase: its words without determiners, numbers,
+        punctuation or hedges ("a documented penicillin allergy" -> "penicillin allergy"),
+        the head in its dictionary form."""
+        return self._key_of_tokens(list(span))
+
+    def _key_of_tokens(self, tokens: Sequence[Any]) -> str:
+        kept = [
+            t
+            for t in tokens
+            if t.pos_ not in ("DET", "PRON", "NUM", "PUNCT", "CCONJ", "ADP")
+            and t.text.lower() not in self._terms.hedges
+            and not t.is_stop
+        ]
+        words = [t.text.lower() for t in kept]
+        if kept:
+            words[-1] = self._head_form(kept[-1])
+        return _HYPHEN.sub("-", " ".join(words))
+
+    def _head_form(self, head: Any) -> str:
+        """A head noun in its singular ("infections" -> "infection"), except where the
+        lemmatiser would cut a word that only looks plural ("diabetes", "sepsis")."""
+        lower = head.text.lower()
+        terms = self._terms
+        if lower in terms.condition_heads or lower in terms.procedure_heads:
+            return lower
+        if lower.endswith(("sis", "tes", "us", "ss", "is")):
+            return lower
+        return str(head.lemma_).lower()
+
+
+def _first_cue(text: str, cues: Sequence[str]) -> int | None:
+    """Where the first cue stands in ``text`` (a whole-word match), if any does."""
+    best: int | None = None
+    for cue in cues:
+        match = re.search(rf"(?<![a-z]){re.escape(cue)}(?![a-z])", text)
+        if match is not None and (best is None or match.start() < best):
+            best = match.start()
+    return best
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))

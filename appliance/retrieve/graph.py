@@ -1,0 +1,87 @@
+"""The knowledge graph as the third retriever of the fusion. The question's entities are
+read with the same finder that filled the graph (abbreviations as the readable
+documents define them); rules pick the reviewed templates that fit the question's form,
+and the chunks behind the matched relations come back as one ranking.
+
+Rules, not free text: "without" / "do not" asks for negation, "supersede" / "replace"
+for the newer version, two entities for what one states about the other; the scope of
+passages and the entity neighbourhood are asked every time. A template that matches
+nothing adds nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from appliance.index.base import GraphEvidence, GraphIndex, ScoredChunkId
+from appliance.index.filters import SearchFilter
+from appliance.records import Mention
+
+_NEGATION = re.compile(
+    r"\b(without|do(?:es)?\s+not|don't|doesn't|not\s+(?:require|need|mention|include|cover))\b",
+    re.I,
+)
+_SUPERSESSION = re.compile(
+    r"\b(supersed\w*|replac\w*|newer|latest|previous|old(?:er)? version|current version)\b", re.I
+)
+
+
+class QuestionEntities(Protocol):
+    def question_keys(self, question: str, abbreviations: dict[str, str]) -> list[Mention]: ...
+
+
+class GraphRetriever:
+    name = "graph"
+
+    def __init__(self, graph: GraphIndex, entities: QuestionEntities) -> None:
+        self._graph = graph
+        self._entities = entities
+
+    def search(
+        self, query: str, limit: int, search_filter: SearchFilter | None = None
+    ) -> list[ScoredChunkId]:
+        """The chunks the graph knows about the question's entities, best first."""
+        found = self.evidence(query, limit, search_filter)
+        return [ScoredChunkId(e.chunk_id, e.score) for e in found[:limit]]
+
+    def evidence(
+        self, query: str, limit: int, search_filter: SearchFilter | None = None
+    ) -> list[GraphEvidence]:
+        mentions = self._entities.question_keys(query, self._graph.abbreviations(search_filter))
+        keys = list(dict.fromkeys(m.key for m in mentions))
+        if not keys:
+            return []
+        asked: list[tuple[str, dict[str, object]]] = []
+        negation = _NEGATION.search(query)
+        if negation is not None:
+            present = [m.key for m in mentions if m.end <= negation.start()]
+            absent = [m.key for m in mentions if m.start >= negation.end()]
+            if present and absent:
+                asked.append(("chunks_without", {"keys": present, "absent": absent}))
+        if _SUPERSESSION.search(query):
+            asked.append(("successors", {"keys": keys}))
+        if len(keys) > 1:
+            asked.append(("relation_between", {"keys": keys}))
+        asked.append(("scope_match", {"keys": keys}))
+        asked.append(("entity_chunks", {"keys": keys}))
+        return _in_turn(
+            [
+                self._graph.find(name, {**values, "limit": limit}, search_filter)
+                for name, values in asked
+            ]
+        )
+
+
+def _in_turn(rankings: Sequence[list[GraphEvidence]]) -> list[GraphEvidence]:
+    """The more specific templates' chunks first, each chunk once, scored by its place."""
+    seen: dict[str, GraphEvidence] = {}
+    for ranking in rankings:
+        for e in ranking:
+            seen.setdefault(e.chunk_id, e)
+    ordered = list(seen.values())
+    return [
+        GraphEvidence(e.chunk_id, 1.0 / (rank + 1), e.template, e.evidence)
+        for rank, e in enumerate(ordered)
+    ]

@@ -1,0 +1,129 @@
+"""The knowledge graph in the appliance, end to end on the embedded graph server:
+ingestion fills it and keeps it equal to the catalog through edits and removals, and
+its retriever joins the fusion inside the asker's access filter."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.engines import Appliance
+from appliance.index.filters import ActiveOn, AllOf, AnyOf
+from tests.conftest import SAMPLE_CORPUS, make_settings
+
+DOCUMENTS = (
+    "insulin-infusion-protocol.md",
+    "sepsis-bundle-v3.md",
+    "sepsis-bundle-v4.md",
+    "mrsa-screening.md",
+    "falls-prevention.md",
+    "care-plan-p10234.md",
+)
+VRIII = "variable rate intravenous insulin infusion"
+
+
+def graph_appliance(data_dir: Path, engine: str = "arcadedb") -> Appliance:
+    return Appliance(make_settings(data_dir, graph={"engine": engine}))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("graph-corpus")
+    for name in DOCUMENTS:
+        shutil.copy(SAMPLE_CORPUS / name, target / name)
+    return target
+
+
+@pytest.fixture(scope="module")
+def appliance(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Iterator[Appliance]:
+    appliance = graph_appliance(tmp_path_factory.mktemp("graph-data"))
+    report = appliance.ingestor.ingest([corpus])
+    assert not report.failed, report.failed
+    yield appliance
+    appliance.close()
+
+
+def assert_graph_matches_catalog(appliance: Appliance) -> None:
+    graph = appliance.knowledge_graph
+    assert graph is not None
+    assert graph.count() == appliance.catalog.chunk_count()
+    for record in appliance.catalog.documents():
+        assert graph.chunk_ids_of(record.doc_id) == appliance.catalog.chunk_ids_of(record.doc_id)
+
+
+def test_ingestion_fills_the_graph_with_the_catalogs_chunks(appliance: Appliance) -> None:
+    assert_graph_matches_catalog(appliance)
+    graph = appliance.knowledge_graph
+    assert graph is not None
+    assert graph.abbreviations()["vriii"] == VRIII
+
+
+def test_the_graph_retriever_joins_the_fusion(appliance: Appliance) -> None:
+    candidates = appliance.retriever.retrieve(
+        "Is a VRIII used for diabetic ketoacidosis?",
+        top_k=5,
+        search_filter=ActiveOn(dt.date(2026, 6, 1)),
+    )
+    top = candidates[0]
+    assert top.chunk.doc_id == "insulin-infusion-protocol"
+    assert top.hits["graph"].rank == 1  # the passage whose scope excludes DKA
+    assert "diabetic ketoacidosis" in top.chunk.text
+    assert "graph" in appliance.retriever.to_dict()["retrievers"]  # type: ignore[operator]
+
+
+def test_graph_hits_stay_inside_the_access_filter(appliance: Appliance) -> None:
+    public_only = AllOf((AnyOf("sensitivity", ("public",)), ActiveOn(dt.date(2026, 6, 1))))
+    candidates = appliance.retriever.retrieve("VRIII for diabetes", 10, public_only)
+    assert all("graph" not in c.hits for c in candidates)
+    assert all(c.chunk.metadata.sensitivity == "public" for c in candidates)
+
+
+def test_a_question_about_a_replaced_version_finds_its_successor(appliance: Appliance) -> None:
+    graph = appliance.knowledge_graph
+    assert graph is not None
+    found = graph.find("successors", {"keys": ["penicillin allergy"], "limit": 5})
+    assert found and {e.chunk_id.split("@")[0] for e in found} == {"sepsis-bundle-v4"}
+
+
+def test_an_edit_and_a_removal_keep_the_graph_equal_to_the_catalog(
+    appliance: Appliance, corpus: Path
+) -> None:
+    path = corpus / "insulin-infusion-protocol.md"
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(
+            original.replace("Do not use a VRIII for diabetic ketoacidosis", "Use it with care"),
+            encoding="utf-8",
+        )
+        report = appliance.ingestor.ingest([corpus])
+        assert report.count("updated") == 1 and report.count("unchanged") == len(DOCUMENTS) - 1
+        assert_graph_matches_catalog(appliance)
+        graph = appliance.knowledge_graph
+        assert graph is not None
+        assert graph.find("scope_match", {"keys": ["diabetic ketoacidosis"], "limit": 5}) == []
+        appliance.ingestor.remove(["insulin-infusion-protocol"])
+        assert graph.chunk_ids_of("insulin-infusion-protocol") == set()
+        assert "vriii" not in graph.abbreviations()
+        assert_graph_matches_catalog(appliance)
+    finally:
+        path.write_text(original, encoding="utf-8")
+        appliance.ingestor.ingest([corpus])
+    assert_graph_matches_catalog(appliance)
+
+
+def test_turning_the_graph_on_fills_it_for_documents_already_ingested(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(SAMPLE_CORPUS / "falls-prevention.md", corpus)
+    with graph_appliance(tmp_path / "data", engine="none") as without:
+        assert without.knowledge_graph is None
+        assert without.ingestor.ingest([corpus]).count("added") == 1
+    with graph_appliance(tmp_path / "data") as with_graph:
+        report = with_graph.ingestor.ingest([corpus])
+        assert report.count("updated") == 1
+        assert_graph_matches_catalog(with_graph)
+        assert with_graph.ingestor.ingest([corpus]).count("unchanged") == 1

@@ -1,0 +1,94 @@
+"""The knowledge graph's fact finder on real spaCy parses: entities with their spans,
+abbreviations read as their long forms across a document, scope and relations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from appliance.engines import Appliance
+from appliance.nlp.clinical_facts import ClinicalFactExtractor
+from appliance.records import ChunkFacts
+from tests.conftest import make_settings
+from tests.contract.suites import make_chunk
+
+
+@pytest.fixture(scope="module")
+def extractor(tmp_path_factory: pytest.TempPathFactory) -> ClinicalFactExtractor:
+    with Appliance(make_settings(Path(tmp_path_factory.mktemp("facts")))) as appliance:
+        return appliance.fact_extractor
+
+
+def facts(extractor: ClinicalFactExtractor, *texts: str, **meta: object) -> list[ChunkFacts]:
+    chunks = [make_chunk("doc", n, text, **meta) for n, text in enumerate(texts)]
+    return extractor.extract(chunks)
+
+
+def test_mentions_keep_their_exact_spans(extractor: ClinicalFactExtractor) -> None:
+    [found] = facts(extractor, "For a documented penicillin allergy give aztreonam 2 g IV.")
+    text = found.chunk.text
+    for m in found.mentions:
+        assert text[m.start : m.end] == m.text
+    kinds = {(m.kind, m.key) for m in found.mentions}
+    assert ("condition", "penicillin allergy") in kinds  # the hedge is not part of the name
+    assert ("drug", "aztreonam") in kinds
+    assert ("drug", "penicillin") not in kinds  # a modifier of the allergy, not a drug given
+
+
+def test_an_abbreviation_is_its_long_form_across_the_document(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    first, second = facts(
+        extractor,
+        "Start a Variable Rate Intravenous Insulin Infusion (VRIII) when a meal is missed.",
+        "Check capillary glucose every hour while the VRIII runs.",
+    )
+    key = "variable rate intravenous insulin infusion"
+    assert any(m.key == key and m.text == "VRIII" for m in second.mentions)
+    assert ("vriii", key) in first.abbreviations + second.abbreviations
+
+
+def test_scope_tells_exclusions_from_inclusions(extractor: ClinicalFactExtractor) -> None:
+    [found] = facts(
+        extractor,
+        "Use this protocol for adults with diabetes. Do not use it for diabetic ketoacidosis.",
+    )
+    scopes = {(s.kind, s.target) for s in found.scopes}
+    assert ("APPLIES_TO", "adult") in scopes
+    assert ("APPLIES_TO", "diabetes") in scopes
+    assert ("EXCLUDES", "diabetic ketoacidosis") in scopes
+    assert ("APPLIES_TO", "diabetic ketoacidosis") not in scopes
+
+
+def test_a_dose_keeps_amount_unit_route_and_frequency(extractor: ClinicalFactExtractor) -> None:
+    [found] = facts(
+        extractor,
+        "For a positive screen in adults give mupirocin 2% nasal ointment three times a day.",
+    )
+    [dose] = [r for r in found.relations if r.kind == "DOSE_OF"]
+    assert (dose.source, dose.target) == ("mupirocin", "adult")
+    assert dict(dose.details) == {
+        "amount": "2", "unit": "%", "route": "nasal", "frequency": "three times a day",
+    }  # fmt: skip
+    assert found.chunk.text[dose.start : dose.end].startswith("mupirocin 2%")
+
+
+def test_a_drug_named_before_an_exclusion_is_contraindicated(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    [found] = facts(extractor, "Metformin is contraindicated in renal impairment.")
+    assert ("CONTRAINDICATED_WITH", "metformin", "renal impairment") in {
+        (r.kind, r.source, r.target) for r in found.relations
+    }
+    assert ("EXCLUDES", "renal impairment") in {(s.kind, s.target) for s in found.scopes}
+
+
+def test_a_question_is_read_with_the_graphs_abbreviations(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    key = "variable rate intravenous insulin infusion"
+    found = extractor.question_keys("Is a VRIII used in DKA?", {"vriii": key})
+    assert key in {m.key for m in found}
+    unknown = extractor.question_keys("Is a VRIII used in DKA?", {})
+    assert key not in {m.key for m in unknown}
