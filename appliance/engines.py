@@ -325,7 +325,11 @@ class Appliance:
         retrieval = self.settings.retrieval
         text_retrievers: list[TextRetriever] = [self.lexical]
         if self.knowledge_graph is not None:
-            text_retrievers.append(GraphRetriever(self.knowledge_graph, self.fact_extractor))
+            text_retrievers.append(
+                GraphRetriever(
+                    self.knowledge_graph, self.fact_extractor, self.settings.graph.candidates
+                )
+            )
         return HybridRetriever(
             self.catalog,
             text_retrievers,

@@ -185,8 +185,9 @@ class GraphSettings(_Group):
     Bolt server the appliance starts; ``neo4j``: a Neo4j server."""
     arcadedb: ArcadeDbSettings = Field(default_factory=ArcadeDbSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
-    candidates: int = Field(30, gt=0)
-    """Chunks the graph retriever hands to the fusion, at most."""
+    candidates: int = Field(10, gt=0)
+    """Chunks the graph retriever hands to the fusion, at most: its evidence is precise
+    or absent, and a long tail would only dilute the other rankings."""
 
 
 class RerankSettings(_Group):

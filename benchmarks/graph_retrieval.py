@@ -75,7 +75,16 @@ def main() -> None:
 
 
 def summary(report: GoldenReport) -> dict[str, object]:
-    return {"figures": report.figures(), "by_kind": report.by_kind(), "latency": latency(report)}
+    return {
+        "figures": report.figures(),
+        "by_kind": report.by_kind(),
+        "latency": latency(report),
+        "per_question": [
+            {k: row.get(k) for k in ("question", "kinds", "as_of", "refused", "contains_gold",
+                                     "gold_rank_before_rerank", "gold_rank_after_rerank")}
+            for row in report.per_question
+        ],
+    }  # fmt: skip
 
 
 def graph_latency(appliance: Appliance, goldens: list[Path]) -> dict[str, float]:
@@ -99,7 +108,15 @@ def graph_latency(appliance: Appliance, goldens: list[Path]) -> dict[str, float]
 def show(console: Console, results: dict[str, dict[str, object]], goldens: list[Path]) -> None:
     for golden in goldens:
         table = Table(title=f"{golden.name}: hybrid without the graph | with it")
-        for column in ("kind", "questions", "recall@10", "gold in answer", "refused"):
+        columns = (
+            "kind",
+            "questions",
+            "recall@10",
+            "MRR before rerank",
+            "gold in answer",
+            "refused",
+        )
+        for column in columns:
             table.add_column(column, justify="right" if column != "kind" else "left")
         without = results["none"][golden.name]["by_kind"]  # type: ignore[index]
         with_graph = results["arcadedb"][golden.name]["by_kind"]  # type: ignore[index]
@@ -112,6 +129,7 @@ def show(console: Console, results: dict[str, dict[str, object]], goldens: list[
             table.add_row(
                 kind, str(a["questions"]),
                 f"{a['recall_at_10']:.2f} | {b['recall_at_10']:.2f}",
+                f"{a['mrr_before_rerank']:.2f} | {b['mrr_before_rerank']:.2f}",
                 f"{a['contains_gold']:.2f} | {b['contains_gold']:.2f}",
                 f"{a['refused']:.2f} | {b['refused']:.2f}",
             )  # fmt: skip
@@ -120,7 +138,7 @@ def show(console: Console, results: dict[str, dict[str, object]], goldens: list[
         table.add_section()
         for name in ("recall_at_10_before_rerank", "answer_contains_gold",
                      "false_refusal_rate", "correct_refusal_rate", "unsafe_answers"):  # fmt: skip
-            table.add_row(name, "", f"{figures_a[name]:.3f} | {figures_b[name]:.3f}", "", "")
+            table.add_row(name, "", f"{figures_a[name]:.3f} | {figures_b[name]:.3f}", "", "", "")
         console.print(table)
     for engine, entry in results.items():
         console.print(

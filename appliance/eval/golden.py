@@ -74,6 +74,13 @@ class GoldenReport:
                 "recall_at_10": _share(
                     r["recalled_at_10"] is True for r in rows if "recalled_at_10" in r
                 ),
+                "mrr_before_rerank": _share(
+                    1 / float(rank)
+                    if isinstance(rank := r["gold_rank_before_rerank"], int)
+                    else 0.0
+                    for r in rows
+                    if "gold_rank_before_rerank" in r
+                ),
                 "contains_gold": _share(r.get("contains_gold") is True for r in rows),
                 "refused": _share(r["refused"] is True for r in rows),
             }
@@ -207,6 +214,7 @@ def evaluate(
         fused = appliance.retriever.retrieve(question, 10, in_force)
         recalled = any(c.chunk.chunk_id in gold for c in fused)
         recalls.append(recalled)
+        fused_rank = next((n for n, c in enumerate(fused, 1) if c.chunk.chunk_id in gold), None)
         ranked = appliance.query.run(question, reader, 10, in_force).candidates
         rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
         reciprocal_ranks.append(1 / rank if rank else 0.0)
@@ -216,7 +224,11 @@ def evaluate(
         quotes = " ".join(expected["quote"] for expected in golds)
         f1s.append(token_f1(text, quotes) if text else 0.0)
         outcome.update(
-            recalled_at_10=recalled, gold_rank_after_rerank=rank, answer=text, contains_gold=has_all
+            recalled_at_10=recalled,
+            gold_rank_before_rerank=fused_rank,
+            gold_rank_after_rerank=rank,
+            answer=text,
+            contains_gold=has_all,
         )
         report.per_question.append(outcome)
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Literal
 
 from appliance.index.cypher_filter import compile_filter
-from appliance.index.filters import SearchFilter
+from appliance.index.filters import SearchFilter, without_dates
 
 TEMPLATE_DIR = Path(__file__).with_name("cypher")
 ParameterKind = Literal["names", "ids", "count"]
 _PARAMETERS = re.compile(r"^// parameters: (.+)$", re.MULTILINE)
 _DECLARED = re.compile(r"^(\w+) \((names|ids|count)\)$")
-_ACCESS = re.compile(r"\{access(?::(\w+))?\}")
+_ACCESS = re.compile(r"\{(access|readable)(?::(\w+))?\}")
 MAX_LIST = 64
 MAX_NAME_CHARS = 200
 MAX_COUNT = 500
@@ -51,8 +51,9 @@ class CypherTemplate:
         bound = {name: _checked(name, kind, values[name]) for name, kind in self.parameters.items()}
 
         def access(match: re.Match[str]) -> str:
-            node = match.group(1) or "c"
-            compiled = compile_filter(search_filter, node, prefix=f"access_{node}")
+            mark, node = match.group(1), match.group(2) or "c"
+            applied = search_filter if mark == "access" else without_dates(search_filter)
+            compiled = compile_filter(applied, node, prefix=f"{mark}_{node}")
             bound.update(compiled.parameters)
             return compiled.expression
 

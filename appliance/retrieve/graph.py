@@ -5,8 +5,9 @@ and the chunks behind the matched relations come back as one ranking.
 
 Rules, not free text: "without" / "do not" asks for negation, "supersede" / "replace"
 for the newer version, two entities for what one states about the other; the scope of
-passages and the entity neighbourhood are asked every time. A template that matches
-nothing adds nothing.
+passages and the entity neighbourhood (passages naming two or more of the question's
+entities) are asked every time. A template that matches nothing adds nothing, and the
+graph hands the fusion a few chunks (``graph.candidates``), not a long tail.
 """
 
 from __future__ import annotations
@@ -35,21 +36,27 @@ class QuestionEntities(Protocol):
 class GraphRetriever:
     name = "graph"
 
-    def __init__(self, graph: GraphIndex, entities: QuestionEntities) -> None:
+    def __init__(self, graph: GraphIndex, entities: QuestionEntities, candidates: int = 30) -> None:
         self._graph = graph
         self._entities = entities
+        self._candidates = candidates
 
     def search(
         self, query: str, limit: int, search_filter: SearchFilter | None = None
     ) -> list[ScoredChunkId]:
         """The chunks the graph knows about the question's entities, best first."""
+        limit = min(limit, self._candidates)
         found = self.evidence(query, limit, search_filter)
         return [ScoredChunkId(e.chunk_id, e.score) for e in found[:limit]]
 
     def evidence(
         self, query: str, limit: int, search_filter: SearchFilter | None = None
     ) -> list[GraphEvidence]:
-        mentions = self._entities.question_keys(query, self._graph.abbreviations(search_filter))
+        mentions = [  # a day in a question says when, which the access filter holds
+            m
+            for m in self._entities.question_keys(query, self._graph.abbreviations(search_filter))
+            if m.kind != "date"
+        ]
         keys = list(dict.fromkeys(m.key for m in mentions))
         if not keys:
             return []

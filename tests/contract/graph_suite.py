@@ -198,6 +198,13 @@ class GraphStoreContract:
         assert found[0].evidence == (
             f"sepsis-v4 supersedes sepsis-v3 from day {dt.date(2025, 3, 1).toordinal()}",
         )
+        # asked today, the old version is no longer in force but still says what replaced it
+        today = ActiveOn(dt.date(2026, 6, 1))
+        assert self.ids(store, "successors", today, keys=[ALLERGY]) == [
+            "sepsis-v4@1#0000", "sepsis-v4@1#0001",
+        ]  # fmt: skip
+        hidden = AllOf((today, AnyOf("departments", ("emergency",))))
+        assert self.ids(store, "successors", hidden, keys=[ALLERGY]) == []  # v3 is ICU only
         # the successor removed: the old version stays linked to nothing but a placeholder
         store.delete_documents(["sepsis-v4"])
         assert self.ids(store, "successors", keys=[ALLERGY]) == []
