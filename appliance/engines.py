@@ -46,6 +46,7 @@ from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.citations import CitationChecker
+from appliance.verify.graph_scope import GraphExclusions
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
 from appliance.verify.scope import ScopeChecker
@@ -269,7 +270,14 @@ class Appliance:
 
     @cached_property
     def scope_checker(self) -> ScopeChecker:
-        return ScopeChecker(self.catalog.document_text)
+        """Scope from the documents' text; with a knowledge graph, also the exclusions
+        it read at ingestion, matched to the question's entities."""
+        if self.knowledge_graph is None:
+            return ScopeChecker(self.catalog.document_text)
+        exclusions = GraphExclusions(
+            self.knowledge_graph, self.fact_extractor, self.catalog.chunk_ids_of
+        )
+        return ScopeChecker(self.catalog.document_text, exclusions.named_by)
 
     @cached_property
     def verifier(self) -> EntailmentVerifier:

@@ -4,10 +4,11 @@ documents define them); rules pick the reviewed templates that fit the question'
 and the chunks behind the matched relations come back as one ranking.
 
 Rules, not free text: "without" / "do not" asks for negation, "supersede" / "replace"
-for the newer version, two entities for what one states about the other; the scope of
-passages and the entity neighbourhood (passages naming two or more of the question's
-entities) are asked every time. A template that matches nothing adds nothing, and the
-graph hands the fusion a few chunks (``graph.candidates``), not a long tail.
+for the newer version, "is X for Y" / "can X be used in Y" for the scope of passages,
+two entities for what one states about the other and for the passages that name them
+all. A passage that names one entity of the question is what BM25 finds anyway, so the
+graph stays silent then. A template that matches nothing adds nothing, and the graph
+hands the fusion a few chunks (``graph.candidates``), not a long tail.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from appliance.records import Mention
 
 _NEGATION = re.compile(
     r"\b(without|do(?:es)?\s+not|don't|doesn't|not\s+(?:require|need|mention|include|cover))\b",
+    re.I,
+)
+_APPLICABILITY = re.compile(
+    r"^\s*(is|are|can|could|should|may|does|do)\b.*\b(for|in|with|used|given|suitable|apply)\b",
     re.I,
 )
 _SUPERSESSION = re.compile(
@@ -71,14 +76,16 @@ class GraphRetriever:
             asked.append(("successors", {"keys": keys}))
         if len(keys) > 1:
             asked.append(("relation_between", {"keys": keys}))
-        asked.append(("scope_match", {"keys": keys}))
-        asked.append(("entity_chunks", {"keys": keys}))
-        return _in_turn(
-            [
-                self._graph.find(name, {**values, "limit": limit}, search_filter)
-                for name, values in asked
-            ]
-        )
+        if negation is not None or _APPLICABILITY.search(query):
+            asked.append(("scope_match", {"keys": keys}))
+        rankings = [
+            self._graph.find(name, {**values, "limit": limit}, search_filter)
+            for name, values in asked
+        ]
+        if len(keys) > 1:  # the neighbourhood: passages that name every entity asked about
+            found = self._graph.find("entity_chunks", {"keys": keys, "limit": limit}, search_filter)
+            rankings.append([e for e in found if e.score >= len(keys)])
+        return _in_turn(rankings)
 
 
 def _in_turn(rankings: Sequence[list[GraphEvidence]]) -> list[GraphEvidence]:

@@ -146,8 +146,15 @@ def _names_exclusion(question: str, excluded: str) -> bool:
 class ScopeChecker:
     """Checks passages (before generation) and claims (after) against the qualifiers."""
 
-    def __init__(self, document_text: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        document_text: Callable[[str], str | None],
+        graph_exclusions: Callable[[str, Chunk], list[str]] | None = None,
+    ) -> None:
+        """``graph_exclusions(question, chunk)``: what the knowledge graph says the
+        chunk's document excludes, among the things the question names (with a graph)."""
         self._document_text = document_text
+        self._graph_exclusions = graph_exclusions
         self._read: dict[tuple[str, str], tuple[list[str], frozenset[str]]] = {}
 
     def _document_scope(self, chunk: Chunk) -> tuple[list[str], frozenset[str]]:
@@ -230,6 +237,10 @@ class ScopeChecker:
         for excluded in self._document_scope(chunk)[0]:
             if _names_exclusion(question, excluded) and excluded.lower() not in claim.lower():
                 return f"{chunk.metadata.title} is not to be used for {excluded}"
+        if self._graph_exclusions is not None:
+            for excluded in self._graph_exclusions(question, chunk):
+                if excluded not in claim.lower():
+                    return f"{chunk.metadata.title} is not to be used for {excluded}"
         return None
 
 

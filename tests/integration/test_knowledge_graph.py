@@ -24,6 +24,19 @@ DOCUMENTS = (
     "care-plan-p10234.md",
 )
 VRIII = "variable rate intravenous insulin infusion"
+DKA_PROTOCOL = """---
+doc_id: dka-protocol
+title: Diabetic Ketoacidosis in Adults
+departments: [endocrinology]
+sensitivity: internal
+---
+# Diabetic Ketoacidosis in Adults
+
+## Treatment
+
+Treat diabetic ketoacidosis (DKA) with a fixed-rate intravenous insulin infusion of
+0.1 units/kg/hour.
+"""
 
 
 def graph_appliance(data_dir: Path, engine: str = "arcadedb") -> Appliance:
@@ -35,6 +48,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("graph-corpus")
     for name in DOCUMENTS:
         shutil.copy(SAMPLE_CORPUS / name, target / name)
+    (target / "dka-protocol.md").write_text(DKA_PROTOCOL, encoding="utf-8")
     return target
 
 
@@ -100,7 +114,7 @@ def test_an_edit_and_a_removal_keep_the_graph_equal_to_the_catalog(
             encoding="utf-8",
         )
         report = appliance.ingestor.ingest([corpus])
-        assert report.count("updated") == 1 and report.count("unchanged") == len(DOCUMENTS) - 1
+        assert report.count("updated") == 1 and report.count("unchanged") == len(DOCUMENTS)
         assert_graph_matches_catalog(appliance)
         graph = appliance.knowledge_graph
         assert graph is not None
@@ -127,3 +141,35 @@ def test_turning_the_graph_on_fills_it_for_documents_already_ingested(tmp_path: 
         assert report.count("updated") == 1
         assert_graph_matches_catalog(with_graph)
         assert with_graph.ingestor.ingest([corpus]).count("unchanged") == 1
+
+
+def test_the_answer_path_reads_a_documents_exclusions_from_the_graph(
+    appliance: Appliance,
+) -> None:
+    """The insulin infusion protocol excludes diabetic ketoacidosis; another document
+    defines "DKA". A question about a patient "in DKA" does not contain the words of the
+    exclusion, but the graph reads it as the excluded condition: a rate from the
+    protocol's table is not quoted for that patient."""
+    from appliance.understand.qualifiers import qualifiers_of
+
+    question = "What insulin rate does a patient in DKA with a capillary glucose of 16 get?"
+    table = next(
+        chunk
+        for chunk in appliance.catalog.chunks(
+            sorted(appliance.catalog.chunk_ids_of("insulin-infusion-protocol"))
+        ).values()
+        if chunk.heading_path[-1] == "Rate scale"
+    )
+    claim = "| 15.1 to 20.0 | 4 |"
+    why = appliance.scope_checker.claim_conflict(qualifiers_of(question), question, table, claim)
+    assert (
+        why
+        == "Variable Rate Intravenous Insulin Infusion is not to be used for diabetic ketoacidosis"
+    )
+    without_abbreviation = "What insulin rate does a patient with a capillary glucose of 16 get?"
+    assert (
+        appliance.scope_checker.claim_conflict(
+            qualifiers_of(without_abbreviation), without_abbreviation, table, claim
+        )
+        is None
+    )
