@@ -30,14 +30,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ingest_and_query import write_medquad
-from neo4j import GraphDatabase
+from neo4j import Driver, GraphDatabase
 from rich.console import Console
 from rich.table import Table
 
 from appliance.engines import Appliance
 from appliance.eval.stats import percentile
 from appliance.index.arcadedb_server import DATABASE, USER, ArcadeDbServer
-from appliance.index.cypher_graph import CHUNK_FINDERS, CypherGraphStore
+from appliance.index.cypher_graph import CHUNK_FINDERS, CypherGraphStore, empty_graph
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, OneOf, SearchFilter
 from appliance.records import ChunkFacts
 from appliance.settings import PROJECT_ROOT, Settings
@@ -69,6 +69,8 @@ def main() -> None:
         }
         for store in servers.values():
             store.close()
+        with neo4j_driver() as driver:  # the server is left as it was found
+            empty_graph(driver, "neo4j")
     show(results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "graph_scale.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -112,16 +114,18 @@ def arcadedb_store(work: Path) -> CypherGraphStore:
     return CypherGraphStore(driver, DATABASE, where="ArcadeDB", server=server)
 
 
-def neo4j_store() -> CypherGraphStore:
+def neo4j_driver() -> Driver:
     url = os.environ.get("APPLIANCE_TEST_NEO4J_URL", "bolt://127.0.0.1:7687")
     password_file = os.environ.get("APPLIANCE_TEST_NEO4J_PASSWORD_FILE")
     if not password_file:
         raise SystemExit("run under scripts/servers/neo4j.sh run (it starts Neo4j)")
     password = Path(password_file).read_text(encoding="utf-8").strip()
-    driver = GraphDatabase.driver(url, auth=("neo4j", password))
-    driver.execute_query(
-        "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS", database_="neo4j"
-    )
+    return GraphDatabase.driver(url, auth=("neo4j", password))
+
+
+def neo4j_store() -> CypherGraphStore:
+    driver = neo4j_driver()
+    empty_graph(driver, "neo4j")
     return CypherGraphStore(driver, "neo4j", where="Neo4j")
 
 

@@ -40,6 +40,8 @@ _DATE = re.compile(rf"\b(\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}} (?:{_MONTHS}) \d{{4}}
 _CLAUSE = re.compile(
     r"\b(section|clause|step|appendix|paragraph)\s+(\d+(?:\.\d+)*(?:\([a-z]\))?)", re.I
 )
+_UNUSED_PIPES = ("ner",)
+"""spaCy's named entities (people, places, organisations) are not clinical ones."""
 _HYPHEN = re.compile(r"\s*-\s*")
 _CONDITION_LIKE: frozenset[EntityKind] = frozenset({"condition", "population"})
 
@@ -140,13 +142,15 @@ class ClinicalFactExtractor:
     def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]:
         """The facts of each chunk, in order. Abbreviations are defined per document:
         a short form explained in one chunk is read as its long form in every chunk."""
-        docs = list(self._nlp.pipe([c.text for c in chunks]))
+        docs = list(self._nlp.pipe([c.text for c in chunks], disable=_UNUSED_PIPES))
         headings: dict[str, list[str]] = {}
         for chunk in chunks:  # titles and headings define abbreviations too
             seen = headings.setdefault(chunk.doc_id, [chunk.metadata.title])
             seen.extend(h for h in chunk.heading_path if h not in seen)
         defined: dict[str, dict[str, tuple[str, EntityKind]]] = {}
-        heading_docs = self._nlp.pipe(["\n".join(h) for h in headings.values()])
+        heading_docs = self._nlp.pipe(
+            ["\n".join(h) for h in headings.values()], disable=_UNUSED_PIPES
+        )
         for doc_id, doc in zip(headings, heading_docs, strict=True):
             self._define(defined.setdefault(doc_id, {}), doc)
         for chunk, doc in zip(chunks, docs, strict=True):
@@ -319,7 +323,8 @@ class ClinicalFactExtractor:
         """The entities a question names, with the graph's abbreviations read as their
         long forms (``abbreviations``: short form -> entity key)."""
         defined = {short: (key, "condition") for short, key in abbreviations.items()}
-        return self.mentions(self._nlp(question), defined)  # type: ignore[arg-type]
+        doc = next(iter(self._nlp.pipe([question], disable=_UNUSED_PIPES)))
+        return self.mentions(doc, defined)  # type: ignore[arg-type]
 
     def _is_drug(self, token: Any) -> bool:
         lower = token.text.lower()

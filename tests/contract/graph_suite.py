@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from neo4j import Driver
 
-from appliance.index.cypher_graph import CypherGraphStore
+from appliance.index.cypher_graph import CypherGraphStore, empty_graph
 from appliance.index.cypher_templates import TemplateError
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter
 from appliance.records import ChunkFacts, Mention, Relation, Scope
@@ -118,10 +118,10 @@ class GraphStoreContract:
 
     @pytest.fixture
     def store(self, driver: Driver, database: str) -> Iterator[CypherGraphStore]:
-        driver.execute_query("MATCH (n) DETACH DELETE n", database_=database)
+        empty_graph(driver, database)
         store = CypherGraphStore(driver, database, where="the test server")
         yield store
-        driver.execute_query("MATCH (n) DETACH DELETE n", database_=database)
+        empty_graph(driver, database)
 
     @staticmethod
     def census(driver: Driver, database: str) -> dict[str, int]:

@@ -89,6 +89,16 @@ def test_the_graph_retriever_joins_the_fusion(appliance: Appliance) -> None:
     assert "graph" in appliance.retriever.to_dict()["retrievers"]  # type: ignore[operator]
 
 
+def test_the_graph_is_silent_where_it_knows_nothing_the_words_do_not(
+    appliance: Appliance,
+) -> None:
+    """One entity and no relational form: BM25 and the vectors find that passage anyway,
+    and a third ranking of every passage naming it would only dilute theirs."""
+    today = ActiveOn(dt.date(2026, 6, 1))
+    candidates = appliance.retriever.retrieve("How is mupirocin given?", 10, today)
+    assert candidates and all("graph" not in c.hits for c in candidates)
+
+
 def test_graph_hits_stay_inside_the_access_filter(appliance: Appliance) -> None:
     public_only = AllOf((AnyOf("sensitivity", ("public",)), ActiveOn(dt.date(2026, 6, 1))))
     candidates = appliance.retriever.retrieve("VRIII for diabetes", 10, public_only)
