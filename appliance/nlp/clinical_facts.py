@@ -17,7 +17,7 @@ import tomllib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,11 @@ class ClinicalFactExtractor:
         self._dose = re.compile(
             rf"^\W{{0,3}}(\d+(?:\.\d+)?)\s?({units})(?![a-z])(?:\s+({routes})\b)?", re.I
         )
+        # A question is read by the graph retriever and again by the scope check: once.
+        self._parsed_question = lru_cache(maxsize=64)(self._parse_question)
+
+    def _parse_question(self, question: str) -> Any:
+        return next(iter(self._nlp.pipe([question], disable=_UNUSED_PIPES)))
 
     @cached_property
     def signature(self) -> str:
@@ -323,8 +328,7 @@ class ClinicalFactExtractor:
         """The entities a question names, with the graph's abbreviations read as their
         long forms (``abbreviations``: short form -> entity key)."""
         defined = {short: (key, "condition") for short, key in abbreviations.items()}
-        doc = next(iter(self._nlp.pipe([question], disable=_UNUSED_PIPES)))
-        return self.mentions(doc, defined)  # type: ignore[arg-type]
+        return self.mentions(self._parsed_question(question), defined)  # type: ignore[arg-type]
 
     def _is_drug(self, token: Any) -> bool:
         lower = token.text.lower()

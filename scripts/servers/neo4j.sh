@@ -10,6 +10,8 @@
 # NEO4J_PORT (7687), NEO4J_HEAP (512m), NEO4J_PASSWORD_FILE (made in the server folder).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=common.sh
+. "$here/common.sh"
 version=5.26.30
 cache="${APPLIANCE_SERVER_CACHE:-$HOME/.cache/appliance-servers}"
 port="${NEO4J_PORT:-7687}"
@@ -58,29 +60,16 @@ start() {
     exit 1
 }
 
-stop() {
-    [ -s "$pidfile" ] || return 0
-    local pid
-    pid="$(cat "$pidfile")"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$pidfile"
-}
-
-run() {
-    local started=0 status=0
-    if ! ready; then start; started=1; fi
-    export APPLIANCE_TEST_NEO4J_URL="bolt://127.0.0.1:$port"
-    export APPLIANCE_TEST_NEO4J_PASSWORD_FILE="$password_file"
-    "$@" || status=$?
-    if [ "$started" = 1 ]; then stop; fi
-    return "$status"
-}
+stop() { stop_pidfile "$pidfile" 40; }
 
 case "${1:-}" in
     start) start ;;
-    run) shift; run "$@" ;;
+    run)
+        shift
+        export APPLIANCE_TEST_NEO4J_URL="bolt://127.0.0.1:$port"
+        export APPLIANCE_TEST_NEO4J_PASSWORD_FILE="$password_file"
+        run_with_server "$@"
+        ;;
     stop) stop ;;
     fetch) fetch ;;
     *) echo "usage: $0 start|stop|fetch|run CMD..." >&2; exit 2 ;;

@@ -11,6 +11,8 @@
 # OPENSEARCH_PORT (9200), OPENSEARCH_HEAP (512m), OPENSEARCH_JAVA_HOME (Java 17).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=common.sh
+. "$here/common.sh"
 version=2.19.6
 cache="${APPLIANCE_SERVER_CACHE:-$HOME/.cache/appliance-servers}"
 port="${OPENSEARCH_PORT:-9200}"
@@ -97,13 +99,13 @@ POLICY
     if [ "$(id -u)" = 0 ]; then chown -R "$user" "$home"; fi
 }
 
-healthy() {
+ready() {
     curl -fsS "http://127.0.0.1:$port/_cluster/health?wait_for_status=yellow&timeout=1s" \
         >/dev/null 2>&1
 }
 
 start() {
-    if healthy; then echo "OpenSearch already answers on 127.0.0.1:$port"; return; fi
+    if ready; then echo "OpenSearch already answers on 127.0.0.1:$port"; return; fi
     install
     java_home="${OPENSEARCH_JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}"
     rm -f "$pidfile"
@@ -114,7 +116,7 @@ start() {
         -Epath.data="$node/data" -Epath.logs="$node/logs" \
         </dev/null >"$log" 2>&1
     for _ in $(seq 1 120); do
-        if healthy; then echo "OpenSearch $version answers on 127.0.0.1:$port"; return; fi
+        if ready; then echo "OpenSearch $version answers on 127.0.0.1:$port"; return; fi
         sleep 1
     done
     echo "OpenSearch did not answer on 127.0.0.1:$port within 120 s; its log:" >&2
@@ -123,27 +125,11 @@ start() {
     exit 1
 }
 
-stop() {
-    [ -s "$pidfile" ] || return 0
-    local pid
-    pid="$(cat "$pidfile")"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$pidfile"
-}
-
-run() {
-    local started=0 status=0
-    if ! healthy; then start; started=1; fi
-    "$@" || status=$?
-    if [ "$started" = 1 ]; then stop; fi
-    return "$status"
-}
+stop() { stop_pidfile "$pidfile" 30; }
 
 case "${1:-}" in
     start) start ;;
-    run) shift; run "$@" ;;
+    run) shift; run_with_server "$@" ;;
     stop) stop ;;
     fetch) fetch ;;
     *) echo "usage: $0 start|stop|fetch|run CMD..." >&2; exit 2 ;;

@@ -11,6 +11,7 @@ import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
+import org.neo4j.graphdb.QueryExecutionException;
 import org.neo4j.io.ByteUnit;
 
 /**
@@ -42,9 +43,16 @@ public final class Neo4jLauncher {
             stopped.countDown();
         }));
         GraphDatabaseService system = service.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME);
-        system.executeTransactionally(
-                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
-                Map.of("password", password));
+        try {
+            system.executeTransactionally(
+                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                    Map.of("password", password));
+        } catch (QueryExecutionException error) {
+            // A restart over the same data: the password is already the file's.
+            if (!String.valueOf(error.getMessage()).contains("cannot be the same")) {
+                throw error;
+            }
+        }
         System.out.println("READY bolt://127.0.0.1:" + port);
         System.out.flush();
         stopped.await();
