@@ -2,7 +2,8 @@
 the appliance starts, or Neo4j in production. One implementation, the official driver;
 the contract suite decides which Cypher both servers accept.
 
-Layout: ``(:Document)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(:Entity)``; a chunk's scope
+Layout: ``(:Document)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(:Entity)``, and
+``(:Document)-[:NAMES]->(:Entity)`` once per entity a document names; a chunk's scope
 (``APPLIES_TO`` / ``EXCLUDES``) and the abbreviations it ``DEFINES`` point from it to an
 entity; relations a chunk states join two entities and carry the chunk's id, its
 document's validity (valid time) and when the appliance learned them (transaction
@@ -221,6 +222,8 @@ class _WriteRows:
         self.documents: list[dict[str, object]] = []
         self.chunks: list[dict[str, object]] = []
         self.mentions: list[dict[str, object]] = []
+        self.names: list[dict[str, object]] = []
+        """Each entity a document names, once (what negation asks of a document)."""
         self.abbreviations: list[dict[str, object]] = []
         self.scopes: dict[str, list[dict[str, object]]] = {k: [] for k in SCOPE_KINDS}
         self.relations: dict[str, list[dict[str, object]]] = {k: [] for k in RELATION_KINDS}
@@ -228,6 +231,7 @@ class _WriteRows:
     @classmethod
     def of(cls, facts: Sequence[ChunkFacts], learned_at: float) -> _WriteRows:
         rows = cls()
+        named: dict[str, set[str]] = {}
         for fact in facts:
             chunk, meta = fact.chunk, fact.chunk.metadata
             if meta.doc_id not in rows.doc_ids:
@@ -235,6 +239,9 @@ class _WriteRows:
                 rows.documents.append(document_properties(meta, learned_at))
             rows.chunks.append({**filterable_fields(chunk), "ordinal": chunk.ordinal})
             kinds = {m.key: m.kind for m in fact.mentions}
+            for key in sorted(set(kinds) - named.get(chunk.doc_id, set())):
+                named.setdefault(chunk.doc_id, set()).add(key)
+                rows.names.append({"doc_id": chunk.doc_id, "key": key})
             for m in fact.mentions:
                 rows.mentions.append(
                     {"chunk_id": chunk.chunk_id, "key": m.key, "kind": m.kind,
@@ -294,6 +301,11 @@ def _replace(tx: ManagedTransaction, rows: _WriteRows) -> None:
         "MERGE (e:Entity {key: m.key}) ON CREATE SET e.kind = m.kind "
         "CREATE (c)-[:MENTIONS {start: m.start, end: m.end, text: m.text}]->(e)",
         mentions=rows.mentions,
+    ).consume()
+    tx.run(
+        "UNWIND $rows AS n MATCH (d:Document {doc_id: n.doc_id}), (e:Entity {key: n.key}) "
+        "CREATE (d)-[:NAMES]->(e)",
+        rows=rows.names,
     ).consume()
     tx.run(
         "UNWIND $rows AS a MATCH (c:Chunk {chunk_id: a.chunk_id}), (e:Entity {key: a.key}) "
@@ -356,7 +368,7 @@ def _delete(tx: ManagedTransaction, doc_ids: list[str]) -> None:
     ).consume()
     tx.run(
         "MATCH (d:Document) WHERE d.doc_id IN $ids "
-        "OPTIONAL MATCH (d)-[s:SUPERSEDES]->() DELETE s "
+        "OPTIONAL MATCH (d)-[s:SUPERSEDES|NAMES]->() DELETE s "
         "WITH DISTINCT d SET d.placeholder = true REMOVE d.superseded_by",
         ids=doc_ids,
     ).consume()
