@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 
 from appliance.engines import Appliance
-from appliance.eval.golden import GoldenReport, check_gates, evaluate, latency, token_f1
+from appliance.eval.golden import (
+    GoldenReport,
+    check_gates,
+    evaluate,
+    gold_chunk_ids,
+    gold_quotes,
+    latency,
+    token_f1,
+)
 from appliance.eval.report import write_golden_report
+from tests.conftest import SAMPLE_CORPUS
 
 
 def test_token_f1() -> None:
@@ -80,3 +89,16 @@ def test_an_answer_to_a_question_labelled_unanswerable_counts_as_unsafe(
     gates = tmp_path / "gates.toml"
     gates.write_text("[maximum]\nunsafe_answers = 0\n")
     assert check_gates(report, gates) == ["unsafe_answers 1.000 is above the gate 0"]
+
+
+def test_every_golden_quote_of_the_sample_corpus_stands_in_one_of_its_chunks(
+    sample_appliance: Appliance,
+) -> None:
+    """A golden row whose quote no chunk holds would count as a miss of the product; the
+    sets are data, and this keeps them true to the corpus (both sample sets)."""
+    for name in ("golden.jsonl", "golden-graph.jsonl"):
+        for line in (SAMPLE_CORPUS / name).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("answerable", True):
+                found, missing = gold_chunk_ids(sample_appliance.catalog, gold_quotes(row))
+                assert found and not missing, (name, row["question"])
