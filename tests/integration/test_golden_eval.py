@@ -97,7 +97,7 @@ def test_every_golden_quote_of_the_sample_corpus_stands_in_one_of_its_chunks(
     """A golden row whose quote no chunk holds would count as a miss of the product; the
     sets are data, and this keeps them true to the corpus (both sample sets)."""
     for name in ("golden.jsonl", "golden-graph.jsonl"):
-        for line in (SAMPLE_CORPUS / name).read_text(encoding="utf-8").splitlines():
+        for line in (SAMPLE_CORPUS.parent / name).read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row.get("answerable", True):
                 found, missing = gold_chunk_ids(sample_appliance.catalog, gold_quotes(row))
