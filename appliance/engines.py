@@ -129,7 +129,7 @@ class Appliance:
 
     @cached_property
     def fact_extractor(self) -> ClinicalFactExtractor:
-        return ClinicalFactExtractor(self.registry.load("spacy-parser"))
+        return ClinicalFactExtractor(self.registry.load("spacy-vectors"))
 
     @cached_property
     def ingestor(self) -> Ingestor:

@@ -41,7 +41,7 @@ def models_verify() -> None:
     failures = 0
     with open_appliance() as appliance:
         settings = appliance.settings
-        in_use = {settings.embedder_role, "spacy-parser", "spacy-vectors"}
+        in_use = {settings.embedder_role, "spacy-vectors"}
         if settings.generator.kind == "llama-cpp":
             in_use.add(settings.generator.model_role)
         for manifest in appliance.registry.manifests():

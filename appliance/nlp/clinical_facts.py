@@ -32,7 +32,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -132,6 +132,11 @@ class ClinicalFactExtractor:
     def _parse_question(self, question: str) -> Any:
         return next(iter(self._nlp.pipe([question], disable=_UNUSED_PIPES)))
 
+    @property
+    def nlp(self) -> Any:
+        """The spaCy pipeline it reads: a parse by this same pipeline may be handed in."""
+        return self._nlp
+
     @cached_property
     def signature(self) -> str:
         """Part of each document's fingerprint: another vocabulary or extractor rebuilds."""
@@ -144,10 +149,19 @@ class ClinicalFactExtractor:
 
     # -- chunks --------------------------------------------------------------------
 
-    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]:
+    def extract(
+        self, chunks: Sequence[Chunk], parsed: Sequence[Any] | None = None
+    ) -> list[ChunkFacts]:
         """The facts of each chunk, in order. Abbreviations are defined per document:
-        a short form explained in one chunk is read as its long form in every chunk."""
-        docs = list(self._nlp.pipe([c.text for c in chunks], disable=_UNUSED_PIPES))
+        a short form explained in one chunk is read as its long form in every chunk.
+
+        ``parsed``: each chunk's ``index_text`` as ``nlp`` parsed it already (ingestion
+        parses once for CAGE's graphs and for the facts); without it, each chunk's text
+        is parsed here."""
+        if parsed is None:
+            docs = list(self._nlp.pipe([c.text for c in chunks], disable=_UNUSED_PIPES))
+        else:
+            docs = [_own_text(c, doc) for c, doc in zip(chunks, parsed, strict=True)]
         headings: dict[str, list[str]] = {}
         for chunk in chunks:  # titles and headings define abbreviations too
             seen = headings.setdefault(chunk.doc_id, [chunk.metadata.title])
@@ -386,6 +400,17 @@ class ClinicalFactExtractor:
         if lower.endswith(("sis", "tes", "us", "ss", "is")):
             return lower
         return str(head.lemma_).lower()
+
+
+def _own_text(chunk: Chunk, doc: Any) -> Any:
+    """The parse of a chunk's own text out of the parse of its ``index_text``: spans
+    count from the chunk's first character, and a repeated table header states nothing."""
+    if not chunk.context:
+        return doc
+    span = doc.char_span(len(chunk.context) + 1, len(doc.text), alignment_mode="contract")
+    if span is None or not len(span):
+        return doc[0:0].as_doc()
+    return span.as_doc()
 
 
 def _first_cue(text: str, cues: Sequence[str]) -> int | None:

@@ -238,8 +238,16 @@ class ParseGraphBuilder:
         name = self._resolver.name
         return GRAPH_VERSION if name == PronounResolver.name else f"{GRAPH_VERSION}+{name}"
 
+    @property
+    def nlp(self) -> Any:
+        """The spaCy pipeline that parses for it: what else reads that parse may share it."""
+        return self._nlp
+
+    def parse_many(self, texts: Iterable[str], batch_size: int = 32) -> list[Any]:
+        return list(self._nlp.pipe(texts, batch_size=batch_size))
+
     def build_many(self, texts: Iterable[str], batch_size: int = 32) -> list[PassageGraph]:
-        return [self.from_doc(doc) for doc in self._nlp.pipe(texts, batch_size=batch_size)]
+        return [self.from_doc(doc) for doc in self.parse_many(texts, batch_size)]
 
     def build(self, text: str) -> PassageGraph:
         return self.from_doc(self._nlp(text))

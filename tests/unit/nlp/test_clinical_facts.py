@@ -3,6 +3,7 @@ abbreviations read as their long forms across a document, scope and relations.""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,27 @@ def test_a_question_is_read_with_the_graphs_abbreviations(
     assert key in {m.key for m in found}
     unknown = extractor.question_keys("Is a VRIII used in DKA?", {})
     assert key not in {m.key for m in unknown}
+
+
+def test_a_parse_handed_over_gives_the_facts_of_the_chunk_own_text(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    """Ingestion hands over CAGE's parse of each chunk's index_text (a table's header row
+    repeated, then the chunk): the facts are those of the chunk's own text, with spans
+    counted from its first character, and the header states nothing."""
+    plain = make_chunk("doc", 0, "For a documented penicillin allergy give aztreonam 2 g IV.")
+    row = "| Meropenem | 1 g IV every 8 hours | adults with sepsis |"
+    table = dataclasses.replace(
+        make_chunk("doc", 1, row), context="| Drug (vancomycin-free) | Dose | Population |"
+    )
+    chunks = [plain, table]
+    parsed = list(extractor.nlp.pipe([c.index_text for c in chunks]))
+    handed, own = extractor.extract(chunks, parsed), extractor.extract(chunks)
+    for found in handed:
+        for m in found.mentions:
+            assert found.chunk.text[m.start : m.end] == m.text
+    assert {(m.kind, m.key) for m in handed[0].mentions} == {
+        (m.kind, m.key) for m in own[0].mentions
+    }
+    table_keys = {m.key for m in handed[1].mentions}
+    assert "meropenem" in table_keys and "vancomycin" not in table_keys
