@@ -14,6 +14,9 @@ Neo4j is the one ``scripts/servers/neo4j.sh run`` starts:
 
     scripts/servers/neo4j.sh run .venv/bin/python benchmarks/graph_scale.py \\
         [--pages 300] [--sizes 10000 100000] [--queries 200] [--out benchmarks/results/graph]
+
+``--ingestion-only`` runs part 1 alone (no Neo4j needed) and keeps the scale figures
+already in the results file.
 """
 
 from __future__ import annotations
@@ -54,27 +57,38 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks/results/graph")
+    parser.add_argument("--ingestion-only", action="store_true")
     args = parser.parse_args()
+    written = args.out / "graph_scale.json"
     results: dict[str, object] = {}
+    if args.ingestion_only and written.is_file():
+        results = json.loads(written.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="graph-scale-") as work_dir:
         work = Path(work_dir)
         pages = work / "pages"
         pages.mkdir()
         write_medquad(pages, args.pages)
         results["ingestion"], facts = ingestion_rates(work, pages)
-        servers = {"arcadedb": arcadedb_store(work), "neo4j": neo4j_store()}
-        results["scale"] = {
-            name: scale(name, store, facts, args.sizes, args.queries)
-            for name, store in servers.items()
-        }
-        for store in servers.values():
-            store.close()
-        with neo4j_driver() as driver:  # the server is left as it was found
-            empty_graph(driver, "neo4j")
+        if not args.ingestion_only:
+            results["scale"] = scales(work, facts, args.sizes, args.queries)
     show(results)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "graph_scale.json").write_text(json.dumps(results, indent=2) + "\n")
-    console.print(f"written: {args.out / 'graph_scale.json'}")
+    written.write_text(json.dumps(results, indent=2) + "\n")
+    console.print(f"written: {written}")
+
+
+def scales(
+    work: Path, facts: list[ChunkFacts], sizes: list[int], queries: int
+) -> dict[str, object]:
+    servers = {"arcadedb": arcadedb_store(work), "neo4j": neo4j_store()}
+    figures: dict[str, object] = {
+        name: scale(name, store, facts, sizes, queries) for name, store in servers.items()
+    }
+    for store in servers.values():
+        store.close()
+    with neo4j_driver() as driver:  # the server is left as it was found
+        empty_graph(driver, "neo4j")
+    return figures
 
 
 def ingestion_rates(work: Path, pages: Path) -> tuple[dict[str, float], list[ChunkFacts]]:
