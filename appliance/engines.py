@@ -46,6 +46,7 @@ from appliance.settings import AuditSettings, Settings
 from appliance.understand import DocumentWords, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.citations import CitationChecker
+from appliance.verify.conflicts import ConflictFinder, ExtractedStatements, GraphStatements
 from appliance.verify.graph_scope import GraphExclusions
 from appliance.verify.lexical import LexicalVerifier
 from appliance.verify.nli import NliVerifier
@@ -235,6 +236,7 @@ class Appliance:
             self.query, self.guard, self.generator, self.verifier, self.answer_gates,
             self.audit_trail, reader=self.question_reader,
             citations=CitationChecker(self.verifier, self.scope_checker),
+            conflicts=self.conflict_finder,
         )  # fmt: skip
 
     @cached_property
@@ -278,6 +280,14 @@ class Appliance:
             self.knowledge_graph, self.fact_extractor, self.catalog.chunk_ids_of
         )
         return ScopeChecker(self.catalog.document_text, exclusions.named_by)
+
+    @cached_property
+    def conflict_finder(self) -> ConflictFinder:
+        """What the answer's passages state, from the knowledge graph when one runs,
+        else read from the passages: sources that disagree are shown together."""
+        if self.knowledge_graph is None:
+            return ConflictFinder(ExtractedStatements(self.fact_extractor))
+        return ConflictFinder(GraphStatements(self.knowledge_graph))
 
     @cached_property
     def verifier(self) -> EntailmentVerifier:

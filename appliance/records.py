@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 Sensitivity = Literal["public", "internal", "confidential", "restricted"]
 SENSITIVITIES: tuple[Sensitivity, ...] = ("public", "internal", "confidential", "restricted")
 DOC_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+Authority = Literal["trust", "department", "ward"]
+"""How far a document's word reaches: where two disagree, the wider one prevails."""
+AUTHORITY_RANK: dict[Authority, int] = {"trust": 3, "department": 2, "ward": 1}
 OPEN_ENDED = dt.date.max
 """Stored as ``effective_to`` when a document has no end date, so range filters stay simple."""
 
@@ -36,6 +39,8 @@ class DocumentMetadata(BaseModel):
     sensitivity: Sensitivity = "restricted"
     owner: str = "unassigned"
     patient_id: str | None = None
+    authority: Authority | None = None
+    """Which document prevails where two disagree; see ``standing``."""
 
     @field_validator("doc_id", "superseded_by", "patient_id")
     @classmethod
@@ -63,6 +68,14 @@ class DocumentMetadata(BaseModel):
     @classmethod
     def _version_as_text(cls, value: object) -> object:
         return str(value) if isinstance(value, int | float) else value
+
+    @property
+    def standing(self) -> Authority:
+        """The stated authority, else a hospital-wide document (``departments: [all]``)
+        is the trust's word and any other a department's."""
+        if self.authority is not None:
+            return self.authority
+        return "trust" if "all" in self.departments else "department"
 
     @model_validator(mode="after")
     def _dates_in_order(self) -> DocumentMetadata:
@@ -280,9 +293,43 @@ RelationKind = Literal[
 RELATION_KINDS: tuple[RelationKind, ...] = (
     "TREATS", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
 )  # fmt: skip
+RELATION_DETAILS = ("amount", "unit", "route", "frequency")
+"""What a relation may carry beyond its two entities (a dose's, so far), in this order."""
 ScopeKind = Literal["APPLIES_TO", "EXCLUDES"]
 """What a passage says about whom or what it is for."""
 SCOPE_KINDS: tuple[ScopeKind, ...] = ("APPLIES_TO", "EXCLUDES")
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictingSource:
+    """One side of a disagreement: the passage, its document's standing, and the words
+    that state it."""
+
+    source: Source
+    authority: Authority
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.source.to_dict(), "authority": self.authority, "statement": self.statement}
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Documents that disagree about one thing the answer relies on (the dose of a drug
+    for a condition, or whether to give it at all): shown together, never merged.
+    ``sources`` come in order of precedence; ``precedence`` says why the first one
+    prevails, or is None when no rule decides and the owners must."""
+
+    about: str
+    sources: tuple[ConflictingSource, ...]
+    precedence: str | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "about": self.about,
+            "precedence": self.precedence,
+            "sources": [s.to_dict() for s in self.sources],
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,17 @@ class SourceBody(TypedDict):
     end: int
 
 
+class ConflictingSourceBody(SourceBody):
+    authority: Literal["trust", "department", "ward"]
+    statement: str
+
+
+class ConflictBody(TypedDict):
+    about: str
+    precedence: str | None
+    sources: list[ConflictingSourceBody]
+
+
 class AnswerBody(TypedDict):
     request_id: str
     question: str
@@ -55,6 +66,7 @@ class AnswerBody(TypedDict):
     scope: str | None
     read_as: str | None
     unanswered_parts: list[str]
+    conflicts: list[ConflictBody]
     sentences: list[SentenceBody]
     closest_sources: list[SourceBody]
     generator: str

@@ -36,6 +36,7 @@ from appliance.records import (
     Chunk,
     Citation,
     CitedSpan,
+    Conflict,
     Refusal,
     Source,
     VerifiedSentence,
@@ -44,6 +45,7 @@ from appliance.understand import QuestionReader, UnderstoodQuestion, qualifiers_
 from appliance.verify.answerability import unanswered_parts
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.citations import CitationChecker
+from appliance.verify.conflicts import ConflictFinder
 from appliance.verify.scope import describe_scope
 from appliance.verify.spans import LocatedQuote
 from audit.log import Receipt
@@ -67,6 +69,7 @@ class AnswerPipeline:
         *,
         reader: QuestionReader | None = None,
         citations: CitationChecker | None = None,
+        conflicts: ConflictFinder | None = None,
     ) -> None:
         self._query = query
         self._guard = guard
@@ -76,6 +79,7 @@ class AnswerPipeline:
         self._recorder = recorder
         self._reader = reader
         self._citations = citations or CitationChecker(verifier)
+        self._conflicts = conflicts
 
     def ask(
         self,
@@ -120,11 +124,14 @@ class AnswerPipeline:
         )
         if refusal is not None:
             return answer.refused(refusal)
+        conflicts = self._disagreements(in_context, claims)
+        trace["conflicts"] = [c.to_dict() for c in conflicts]
         return answer.answered(
             _verified(recheck.sentences, in_context, checked.located),
             decision=generated.decision if asks_yes_or_no(question) else None,
             unanswered=self._unanswered(understood, claims, in_context, admitted),
             scope=describe_scope([in_context[s.citations[0].chunk_id] for s in claims]),
+            conflicts=conflicts,
         )
 
     # -- the steps --------------------------------------------------------------------
@@ -222,6 +229,16 @@ class AnswerPipeline:
         answer.trace["generator_decision"] = generated.decision
         return generated
 
+    def _disagreements(
+        self, in_context: dict[str, Chunk], claims: Sequence[AnswerSentence]
+    ) -> tuple[Conflict, ...]:
+        """Sources among the passages that disagree about what the answer cites. Every
+        passage here passed both access checks, and only these passages are read."""
+        if self._conflicts is None:
+            return ()
+        cited = {c.chunk_id for s in claims for c in s.citations}
+        return tuple(self._conflicts.among(list(in_context.values()), cited))
+
     def _unanswered(
         self,
         understood: UnderstoodQuestion,
@@ -260,8 +277,9 @@ class _Answering:
         decision: ShortAnswer | None,
         unanswered: tuple[str, ...],
         scope: str | None,
+        conflicts: tuple[Conflict, ...] = (),
     ) -> Answer:
-        return self._record(sentences, None, (), decision, unanswered, scope)
+        return self._record(sentences, None, (), decision, unanswered, scope, conflicts)
 
     def _record(
         self,
@@ -271,13 +289,14 @@ class _Answering:
         decision: ShortAnswer | None = None,
         unanswered: tuple[str, ...] = (),
         scope: str | None = None,
+        conflicts: tuple[Conflict, ...] = (),
     ) -> Answer:
         understood = self.understood
         read_as = understood.read_as if understood.read_as != understood.asked.strip() else None
         answer = Answer(
             understood.asked, self.question.request_id, sentences, refusal, closest,
             self.generator, self.verifier, -1,
-            decision, scope, read_as, unanswered,
+            decision, scope, read_as, unanswered, conflicts,
         )  # fmt: skip
         try:
             receipt = self.recorder.answer(self.question.subject, answer, self.trace)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.generate.base import ShortAnswer
-from appliance.records import Refusal, Source, VerifiedSentence
+from appliance.records import Conflict, Refusal, Source, VerifiedSentence
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,8 @@ class Answer:
     """The question as the appliance read it, when that differs from what was asked."""
     unanswered_parts: tuple[str, ...] = ()
     """Parts of a question that asks several things which no kept sentence answers."""
+    conflicts: tuple[Conflict, ...] = ()
+    """Documents among the answer's passages that disagree about what it cites."""
 
     @property
     def refused(self) -> bool:
@@ -49,6 +51,7 @@ class Answer:
             "scope": self.scope,
             "read_as": self.read_as,
             "unanswered_parts": list(self.unanswered_parts),
+            "conflicts": [conflict.to_dict() for conflict in self.conflicts],
             "sentences": [sentence.to_dict() for sentence in self.sentences],
             "closest_sources": [source.to_dict() for source in self.closest_sources],
             "generator": self.generator,

@@ -211,12 +211,26 @@ def print_answer(answer: Answer) -> None:
         if answer.unanswered_parts:
             parts = "; ".join(answer.unanswered_parts)
             console.print(f"[yellow]The documents found do not answer: {escape(parts)}[/yellow]")
+        for conflict in answer.conflicts:
+            console.print(f"[bold red]The sources disagree on {escape(conflict.about)}:[/bold red]")
+            for side in conflict.sources:
+                source = side.source
+                console.print(
+                    f"  {escape(source.title)} (version {escape(source.version)}, "
+                    f"effective {source.effective_from}, {side.authority}): "
+                    f"{escape(side.statement)}",
+                    highlight=False,
+                )
+            console.print(f"  {escape(conflict.precedence or UNDECIDED)}", highlight=False)
     if answer.read_as:
         console.print(f"[dim]read as: {escape(answer.read_as)}[/dim]", highlight=False)
     console.print(
         f"[dim]generator {answer.generator}, verifier {answer.verifier}; "
         f"audit entry {answer.audit_entry}[/dim]"
     )
+
+
+UNDECIDED = "No rule decides which prevails: ask the documents' owners."
 
 
 def demo(

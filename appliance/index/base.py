@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from appliance.index.filters import SearchFilter
-from appliance.records import Chunk, ChunkFacts, Scope
+from appliance.records import Chunk, ChunkFacts, Relation, Scope
 
 STORE_LAYOUT_VERSION = "2"
 """The fields each store keeps per chunk. A change means new store folders and every
@@ -141,6 +141,11 @@ class GraphIndex(Protocol):
         self, chunk_ids: Sequence[str], search_filter: SearchFilter | None = None
     ) -> dict[str, list[Scope]]:
         """What each chunk applies to and excludes."""
+
+    def relations_of(
+        self, chunk_ids: Sequence[str], search_filter: SearchFilter | None = None
+    ) -> dict[str, list[Relation]]:
+        """What each chunk states between entities, with the details and span."""
 
     def abbreviations(self, search_filter: SearchFilter | None = None) -> dict[str, str]:
         """Short form -> entity key, as the readable documents define them."""

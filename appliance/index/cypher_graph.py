@@ -25,10 +25,12 @@ from appliance.index.cypher_templates import CypherTemplate, TemplateError, load
 from appliance.index.filters import SearchFilter, day_number, filterable_fields
 from appliance.records import (
     OPEN_ENDED,
+    RELATION_DETAILS,
     RELATION_KINDS,
     SCOPE_KINDS,
     ChunkFacts,
     DocumentMetadata,
+    Relation,
     Scope,
 )
 
@@ -134,6 +136,26 @@ class CypherGraphStore:
                 Scope(row["kind"], row["target"], int(row["start"]), int(row["end"]))
             )
         return dict(scopes)
+
+    def relations_of(
+        self, chunk_ids: Sequence[str], search_filter: SearchFilter | None = None
+    ) -> dict[str, list[Relation]]:
+        if not chunk_ids:
+            return {}
+        rows = self._read(
+            self._templates["relations_of"], {"chunk_ids": list(chunk_ids)}, search_filter
+        )
+        relations: dict[str, list[Relation]] = defaultdict(list)
+        for row in rows:
+            details = tuple(
+                (name, str(row[name])) for name in RELATION_DETAILS if row[name] is not None
+            )
+            relation = Relation(
+                row["kind"], row["source"], row["target"], int(row["start"]), int(row["end"]),
+                details,
+            )  # fmt: skip
+            relations[row["chunk_id"]].append(relation)
+        return dict(relations)
 
     def abbreviations(self, search_filter: SearchFilter | None = None) -> dict[str, str]:
         access = compile_filter(search_filter)

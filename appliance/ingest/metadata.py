@@ -7,7 +7,7 @@
 
 Keys: ``doc_id``, ``title``, ``version``, ``doc_type``, ``effective_from``,
 ``effective_to``, ``superseded_by``, ``departments``, ``sensitivity``, ``owner``,
-``patient_id``. ``doc_id`` defaults to the file name without extension and
+``patient_id``, ``authority``. ``doc_id`` defaults to the file name without extension and
 ``title`` to the document's first heading. Without a ``sensitivity`` a document is
 ``restricted``: access is closed unless someone opens it.
 """

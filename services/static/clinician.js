@@ -57,11 +57,32 @@ function renderAnswer(answer) {
       box.append(line);
     }
   }
+  for (const conflict of answer.conflicts || []) box.append(renderConflict(conflict, answer.request_id));
   if (answer.unanswered_parts && answer.unanswered_parts.length) {
     box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
   }
   if (answer.read_as) box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
   box.append(element("p", `Generator ${answer.generator}; verifier ${answer.verifier}; audit entry ${answer.audit_entry}`, "meta"));
+}
+
+// Documents that disagree about what the answer cites: each side with its standing and
+// dates, the one that prevails first, never merged into one figure.
+function renderConflict(conflict, requestId) {
+  const box = element("section", null, "conflict");
+  box.setAttribute("role", "alert");
+  box.append(element("h3", `The sources disagree on ${conflict.about}`));
+  const list = element("ol");
+  conflict.sources.forEach((side, index) => {
+    const item = element("li");
+    const open = element("button", `${side.title} (version ${side.version}, effective ${side.effective_from}, ${side.authority} document)`, "source-link");
+    open.type = "button";
+    open.addEventListener("click", () => showSource(side, `${conflict.about}: ${index + 1}`, requestId));
+    item.append(open, element("blockquote", side.statement));
+    list.append(item);
+  });
+  box.append(list);
+  box.append(element("p", conflict.precedence || "No rule decides which prevails: ask the documents' owners.", "precedence"));
+  return box;
 }
 
 async function showSource(span, number, citedIn) {

@@ -245,6 +245,17 @@ class GraphStoreContract:
         assert rows[0]["valid_from"] == dt.date(2025, 3, 1).toordinal()
         assert rows[0]["learned_at"] > 0
 
+    def test_the_statements_of_passages_come_back_as_extracted(
+        self, store: CypherGraphStore
+    ) -> None:
+        """What the answer path's check for disagreeing sources reads: each passage's
+        relations with their details and spans, inside the access filter."""
+        written = facts_of_sepsis_v4()
+        store.replace_documents(written + facts_of_vriii())
+        asked = ["sepsis-v4@1#0000", "sepsis-v4@1#0001", "vriii@1#0000", "nothing@1#0000"]
+        assert store.relations_of(asked) == {"sepsis-v4@1#0001": list(written[1].relations)}
+        assert store.relations_of(asked, AnyOf("departments", ("wards",))) == {}
+
     def test_re_ingestion_is_idempotent_and_replaces_only_its_own(
         self, driver: Driver, database: str, store: CypherGraphStore
     ) -> None:

@@ -30,6 +30,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 PASSWORD = "ward round password"
+DISAGREEING_POLICY = Path(__file__).parents[1] / "data" / "antimicrobial-prescribing-policy.md"
 # Chromium on a machine with no network: no background connections, no sandbox (root).
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -55,7 +56,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     witness = AuditSettings(witness_dir=data.parent / "witness", checkpoint_seconds=1.0)
     settings = make_settings(data, audit=witness)
     with Appliance(settings) as appliance:
-        assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
+        assert not appliance.ingestor.ingest([SAMPLE_CORPUS, DISAGREEING_POLICY]).failed
     port = free_port()
     web = uvicorn.Server(
         uvicorn.Config(create_app(settings), "127.0.0.1", port, log_level="warning")
@@ -142,6 +143,27 @@ def test_an_answer_says_whom_its_passages_cover(server: str, browser: object) ->
     assert "For adults:" in text and "glucagon" in text
     assert "Read as: hypoglycaemia unconscious patient" in text
     shot(page, "04b-scope-and-reading")
+
+
+def test_sources_that_disagree_are_shown_together_with_which_prevails(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    question = (
+        "What is the first aztreonam dose for a patient with a documented penicillin allergy?"
+    )
+    page.fill("#question", question)
+    page.click("#ask")
+    box = page.wait_for_selector("#answer .conflict")
+    text = box.inner_text()
+    assert "The sources disagree on the dose of aztreonam for penicillin allergy" in text
+    assert text.index("Antimicrobial Prescribing Policy") < text.index("Adult Sepsis Bundle")
+    assert "Antimicrobial Prescribing Policy prevails" in text
+    assert box.get_attribute("role") == "alert"
+    shot(page, "04c-sources-that-disagree")
+    page.locator("#answer .conflict .source-link", has_text="Adult Sepsis Bundle").click()
+    mark = page.wait_for_selector("#cited-span")
+    assert "aztreonam 2 g IV" in mark.inner_text()
 
 
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
