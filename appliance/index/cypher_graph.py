@@ -74,6 +74,7 @@ def document_properties(meta: DocumentMetadata, learned_at: float) -> dict[str, 
         "effective_from": day_number(meta.effective_from),
         "effective_to": day_number(meta.effective_to or OPEN_ENDED),
         "superseded_by": meta.superseded_by,
+        "authority": meta.standing,
         "learned_at": learned_at,
         "placeholder": False,
     }

@@ -12,6 +12,7 @@ reads a question, so that a question's entities have the keys the graph holds.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 import warnings
@@ -32,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -43,6 +44,9 @@ _CLAUSE = re.compile(
 _UNUSED_PIPES = ("ner",)
 """spaCy's named entities (people, places, organisations) are not clinical ones."""
 _HYPHEN = re.compile(r"\s*-\s*")
+_STEP = re.compile(r"^[ \t]*(\d{1,2})[.)][ \t]+", re.MULTILINE)
+"""A numbered step of a procedure, at the start of a line."""
+_STEP_KINDS: frozenset[EntityKind] = frozenset({"procedure", "lab", "drug"})
 _CONDITION_LIKE: frozenset[EntityKind] = frozenset({"condition", "population"})
 
 
@@ -221,6 +225,7 @@ class ClinicalFactExtractor:
             if exclusion is None:
                 relations += self._doses_and_treatments(chunk.text, inside, sentence)
             relations += self._requirements(text, inside, sentence)
+        relations += _next_steps(chunk.text, mentions)
         abbreviations = tuple(sorted({(s, key) for s, (key, _) in defined.items()
                                       if any(m.key == key for m in mentions)}))  # fmt: skip
         return ChunkFacts(
@@ -411,6 +416,24 @@ def _own_text(chunk: Chunk, doc: Any) -> Any:
     if span is None or not len(span):
         return doc[0:0].as_doc()
     return span.as_doc()
+
+
+def _next_steps(text: str, mentions: Sequence[Mention]) -> list[Relation]:
+    """NEXT_STEP between the first thing done in each numbered step and the first in the
+    step numbered after it ("1. Measure serum lactate." -> "2. Take blood cultures")."""
+    starts = [(int(m.group(1)), m.start()) for m in _STEP.finditer(text)]
+    if len(starts) < 2:
+        return []
+    steps: list[tuple[int, int, int, Mention | None]] = []
+    for (number, start), following in zip(starts, [*starts[1:], (0, len(text))], strict=True):
+        end = following[1]
+        done = next((m for m in mentions if start <= m.start < end and m.kind in _STEP_KINDS), None)
+        steps.append((number, start, end, done))
+    return [
+        Relation("NEXT_STEP", a.key, b.key, start, end)
+        for (n, start, _, a), (m, _, end, b) in itertools.pairwise(steps)
+        if m == n + 1 and a is not None and b is not None and a.key != b.key
+    ]
 
 
 def _first_cue(text: str, cues: Sequence[str]) -> int | None:

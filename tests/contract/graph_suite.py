@@ -246,15 +246,24 @@ class GraphStoreContract:
         assert rows[0]["learned_at"] > 0
 
     def test_the_statements_of_passages_come_back_as_extracted(
-        self, store: CypherGraphStore
+        self, driver: Driver, database: str, store: CypherGraphStore
     ) -> None:
         """What the answer path's check for disagreeing sources reads: each passage's
-        relations with their details and spans, inside the access filter."""
+        relations with their details and spans, inside the access filter; and each
+        document's standing, which decides between them."""
         written = facts_of_sepsis_v4()
         store.replace_documents(written + facts_of_vriii())
         asked = ["sepsis-v4@1#0000", "sepsis-v4@1#0001", "vriii@1#0000", "nothing@1#0000"]
         assert store.relations_of(asked) == {"sepsis-v4@1#0001": list(written[1].relations)}
         assert store.relations_of(asked, AnyOf("departments", ("wards",))) == {}
+        rows, _, _ = driver.execute_query(
+            "MATCH (d:Document) RETURN d.doc_id AS doc_id, d.authority AS authority "
+            "ORDER BY doc_id",
+            database_=database,
+        )
+        assert [(r["doc_id"], r["authority"]) for r in rows] == [
+            ("sepsis-v4", "department"), ("vriii", "department"),
+        ]  # fmt: skip
 
     def test_re_ingestion_is_idempotent_and_replaces_only_its_own(
         self, driver: Driver, database: str, store: CypherGraphStore

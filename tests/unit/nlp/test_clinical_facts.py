@@ -117,3 +117,19 @@ def test_a_parse_handed_over_gives_the_facts_of_the_chunk_own_text(
     }
     table_keys = {m.key for m in handed[1].mentions}
     assert "meropenem" in table_keys and "vancomycin" not in table_keys
+
+
+def test_numbered_steps_follow_one_another(extractor: ClinicalFactExtractor) -> None:
+    [found] = facts(
+        extractor,
+        "1. Measure serum lactate.\n"
+        "2. Take two sets of blood cultures before antibiotics.\n"
+        "3. Give piperacillin-tazobactam 4.5 g IV.\n"
+        "5. Start noradrenaline if the pressure stays low.",
+    )
+    steps = [(r.source, r.target) for r in found.relations if r.kind == "NEXT_STEP"]
+    assert steps == [("lactate", "blood cultures"), ("blood cultures", "piperacillin")]
+    first = next(r for r in found.relations if r.kind == "NEXT_STEP")
+    assert found.chunk.text[first.start : first.end].startswith("1. Measure serum lactate.")
+    [prose] = facts(extractor, "Measure serum lactate, then take two sets of blood cultures.")
+    assert not [r for r in prose.relations if r.kind == "NEXT_STEP"]
