@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from audit.checkpoints import Checkpoint, load_public_key
+from audit.entries import EntryError, time_bound
 from audit.index import AuditIndex, Query
 from audit.log import AuditLog
 from audit.merkle import verify_inclusion
@@ -66,14 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("entry", type=int)
 
     export = commands.add_parser("export", help="entries of a time range, with proofs")
-    export.add_argument("--from", dest="since", help="ISO time, inclusive")
-    export.add_argument("--to", dest="until", help="ISO time, exclusive")
+    export.add_argument("--from", dest="since", type=_iso, help=_FROM)
+    export.add_argument("--to", dest="until", type=_iso, help=_TO)
     export.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     export.add_argument("--output", type=Path, help="file to write (default: standard output)")
 
     query = commands.add_parser("query", help="find entries through the secondary index")
-    query.add_argument("--from", dest="since")
-    query.add_argument("--to", dest="until")
+    query.add_argument("--from", dest="since", type=_iso, help=_FROM)
+    query.add_argument("--to", dest="until", type=_iso, help=_TO)
     query.add_argument("--user")
     query.add_argument("--type", dest="event_type")
     query.add_argument("--doc", dest="doc_id")
@@ -170,10 +171,25 @@ def _show(directory: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+_FROM = "ISO date or time, inclusive (local time unless it names a zone)"
+_TO = "ISO time, exclusive; or a date, which includes that whole day"
+
+
+def _iso(value: str) -> str:
+    try:
+        time_bound(value)
+    except EntryError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
 def _export(directory: Path, args: argparse.Namespace) -> int:
     reader = LogReader(directory)
     latest = reader.latest_checkpoint()
     rows = list(exported(reader, latest, args.since, args.until))
+    if not rows:  # said, so that an empty file is never taken for a quiet period's record
+        span = f"from {args.since or 'the start'} to {args.until or 'now'}"
+        print(f"no entries {span}: nothing exported", file=sys.stderr)
     output = args.output.open("w", newline="") if args.output else sys.stdout
     try:
         if args.format == "jsonl":

@@ -8,6 +8,7 @@ import json
 import math
 import uuid
 from collections.abc import Mapping
+from typing import overload
 
 SCHEMA_VERSION = 1
 EVENT_TYPES = {
@@ -112,3 +113,25 @@ def references(entry: Mapping[str, object]) -> set[tuple[str, str]]:
 
     walk(entry.get("details"))
     return found
+
+
+@overload
+def time_bound(value: str, *, end: bool = False) -> str: ...
+@overload
+def time_bound(value: None, *, end: bool = False) -> None: ...
+def time_bound(value: str | None, *, end: bool = False) -> str | None:
+    """A range bound (an ISO date or time) in the entries' own time format, UTC with
+    microseconds, so that comparing the text compares the moments. A time without a zone,
+    or a date, is the machine's local time. A bare date as the end of a range ("to
+    2026-03-01") means the whole of that day: the bound is the next day's first moment."""
+    if value is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise EntryError(f"{value!r} is not an ISO date or time") from None
+    if end and "T" not in value and " " not in value:
+        moment += dt.timedelta(days=1)
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.astimezone(dt.UTC).isoformat(timespec="microseconds")

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from audit.entries import references
+from audit.entries import references, time_bound
 from audit.log import AuditLog
 
 INDEX_FILE = "index.sqlite3"
@@ -93,10 +93,10 @@ class AuditIndex:
                 values.append(value)
         if query.since is not None:
             clauses.append("e.time >= ?")
-            values.append(query.since)
+            values.append(time_bound(query.since))
         if query.until is not None:
             clauses.append("e.time < ?")
-            values.append(query.until)
+            values.append(time_bound(query.until, end=True))
         for kind, value in (("doc", query.doc_id), ("chunk", query.chunk_id)):
             if value is not None:
                 clauses.append(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.checkpoints import Checkpoint
+from audit.entries import time_bound
 from audit.merkle import MerkleLevels
 from audit.store import CHECKPOINTS_FILE, ENTRIES_FILE, Damage, Record, mapped, scan
 
@@ -83,7 +84,9 @@ def exported(
     reader: LogReader, latest: Checkpoint | None, since: str | None, until: str | None
 ) -> Iterator[dict[str, Any]]:
     """The entries of a time range, each with its inclusion proof in the tree the latest
-    signed checkpoint covers (or the current tree, for entries after it)."""
+    signed checkpoint covers (or the current tree, for entries after it). A bare date as
+    ``until`` includes that whole day (``entries.time_bound``)."""
+    since, until = time_bound(since), time_bound(until, end=True)
     for record in reader.records():
         entry = json.loads(record.entry)
         if (since and entry["time"] < since) or (until and entry["time"] >= until):

@@ -18,6 +18,7 @@ from litestar.response import Stream
 from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from audit.checkpoints import load_public_key
+from audit.entries import EntryError, time_bound
 from audit.index import AuditIndex, Query
 from audit.reader import LogReader, exported
 from audit.store import PUBLIC_KEY_FILE
@@ -31,8 +32,16 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(T[0-9:.+-]+Z?)?$")
 
 
 def _time(value: str | None, name: str) -> str | None:
-    if value is not None and not _ISO_TIME.match(value):
-        raise ClientException(f"{name} is not an ISO date or time: {value!r}")
+    """A range bound as given (the reader compares it as ``audit.entries.time_bound``
+    says: a bare date as ``until`` includes that whole day), refused if it is no time."""
+    if value is None:
+        return None
+    try:
+        if not _ISO_TIME.match(value):
+            raise EntryError(value)
+        time_bound(value)
+    except EntryError:
+        raise ClientException(f"{name} is not an ISO date or time: {value!r}") from None
     return value
 
 

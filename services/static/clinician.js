@@ -10,11 +10,32 @@ function describe(span) {
   return parts.join(" | ");
 }
 
-function renderAnswer(answer) {
+const SOURCE_HINT = "Choose a citation to see its source.";
+
+// Nothing of an earlier question stays on screen (or on paper) beside a new one.
+function clearAnswer(busyText) {
+  opened.clear();
+  current = null;
+  const box = document.getElementById("answer");
+  box.classList.remove("refusal", "failed");
+  box.replaceChildren(element("p", busyText, "busy"));
+  document.getElementById("source").replaceChildren(element("p", SOURCE_HINT, "meta"));
+}
+
+function renderError(message) {
+  const box = document.getElementById("answer");
+  box.classList.add("failed");
+  box.replaceChildren(element("h2", "No answer: the question could not be asked"), element("p", message, "error"));
+  box.setAttribute("role", "alert");
+}
+
+function renderAnswer(answer, asOf) {
   opened.clear();
   const box = document.getElementById("answer");
+  box.removeAttribute("role");
   box.replaceChildren();
   box.classList.toggle("refusal", answer.refused);
+  if (asOf) box.append(element("p", `As of ${asOf}: the documents in force on that day.`, "scope"));
   if (answer.refused) {
     box.append(element("h2", "The documents do not answer this question"));
     box.append(element("p", `Why: ${answer.refusal}.`, "reason"));
@@ -62,7 +83,10 @@ function renderAnswer(answer) {
     box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
   }
   if (answer.read_as) box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
-  box.append(element("p", `Generator ${answer.generator}; verifier ${answer.verifier}; audit entry ${answer.audit_entry}`, "meta"));
+  const details = element("details", null, "meta");
+  details.append(element("summary", "How this answer was made"),
+                 element("p", `Written by ${answer.generator}; each sentence checked against its source by ${answer.verifier}; audit entry ${answer.audit_entry}.`));
+  box.append(details);
 }
 
 // Documents that disagree about what the answer cites: each side with its standing and
@@ -114,6 +138,31 @@ async function showSource(span, number, citedIn) {
   mark.scrollIntoView({ block: "center" });
 }
 
+// One question at a time: while it is asked the button is disabled (a second press would
+// be a second audited question) and the answer area says it is busy.
+async function ask() {
+  const button = document.getElementById("ask");
+  const question = document.getElementById("question").value.trim();
+  if (button.disabled || !question) return;
+  const asOf = document.getElementById("as-of").value;
+  const box = document.getElementById("answer");
+  clearAnswer("Searching the documents...");
+  button.disabled = true;
+  box.setAttribute("aria-busy", "true");
+  try {
+    const body = { question };
+    if (asOf) body.as_of = asOf;
+    current = await api("POST", "/api/ask", body);
+    renderAnswer(current, asOf);
+    loadHistory();
+  } catch (problem) {
+    renderError(problem.message);
+  } finally {
+    button.disabled = false;
+    box.setAttribute("aria-busy", "false");
+  }
+}
+
 async function loadHistory() {
   const list = document.getElementById("history");
   list.replaceChildren();
@@ -122,7 +171,7 @@ async function loadHistory() {
     const again = element("button", item.question, "link");
     again.type = "button";
     again.addEventListener("click", () => { document.getElementById("question").value = item.question; });
-    entry.append(again, element("span", ` ${item.time.slice(0, 16).replace("T", " ")}`, "meta"));
+    entry.append(again, element("span", ` ${localTime(item.time)}`, "meta"));
     list.append(entry);
   }
 }
@@ -134,23 +183,21 @@ async function loadMe() {
   document.getElementById("break-glass-panel").classList.toggle("hidden", !me.may["request-break-glass"]);
   const banner = document.getElementById("break-glass-banner");
   banner.classList.toggle("hidden", !me.break_glass_until);
-  banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE for patient ${me.break_glass_patient} until ${me.break_glass_until}: every record you open is reported.` : "";
+  banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE for patient ${me.break_glass_patient} until ${localTime(me.break_glass_until)}: every record you open is reported.` : "";
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
   await primeCsrf();
   document.getElementById("sign-out").addEventListener("click", signOut);
-  document.getElementById("ask-form").addEventListener("submit", async (event) => {
+  const form = document.getElementById("ask-form");
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const status = document.getElementById("status");
-    status.textContent = "Searching the documents...";
-    try {
-      current = await api("POST", "/api/ask", { question: document.getElementById("question").value });
-      renderAnswer(current);
-      status.textContent = "";
-      loadHistory();
-    } catch (problem) {
-      status.textContent = problem.message;
+    await ask();
+  });
+  document.getElementById("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
     }
   });
   document.getElementById("break-glass-form").addEventListener("submit", async (event) => {

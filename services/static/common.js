@@ -37,3 +37,11 @@ async function signOut() {
 
 // Make sure the CSRF cookie exists before the first unsafe request.
 async function primeCsrf() { if (!csrfToken()) await fetch("/health", { credentials: "same-origin" }); }
+
+// A time from the server (UTC, ISO) in the reader's own time zone, with the zone named.
+function localTime(iso) {
+  return new Date(iso).toLocaleString(undefined, {
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+    timeZoneName: "short",
+  });
+}

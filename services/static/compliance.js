@@ -1,11 +1,19 @@
 "use strict";
 
+// The officer's dates are whole days of their own time zone: "From" its first moment,
+// "To" up to the first moment of the next day, so the "To" day is included.
+function dayStart(date, daysLater = 0) {
+  const moment = new Date(`${date}T00:00:00`);
+  moment.setDate(moment.getDate() + daysLater);
+  return moment.toISOString();
+}
+
 function query() {
   const params = new URLSearchParams();
   const since = document.getElementById("since").value;
   const until = document.getElementById("until").value;
-  if (since) params.set("since", since);
-  if (until) params.set("until", until);
+  if (since) params.set("since", dayStart(since));
+  if (until) params.set("until", dayStart(until, 1));
   for (const [name, id] of [["user", "user"], ["event_type", "event-type"], ["doc_id", "doc"]]) {
     const value = document.getElementById(id).value.trim();
     if (value) params.set(name, value);
@@ -17,9 +25,6 @@ async function search() {
   const error = document.getElementById("search-error");
   error.textContent = "";
   const params = query();
-  const exportParams = new URLSearchParams();
-  for (const name of ["since", "until"]) if (params.get(name)) exportParams.set(name, params.get(name));
-  document.getElementById("export-link").href = `/api/audit/export?${exportParams}`;
   let rows;
   try { rows = await api("GET", `/api/audit/records?${params}`); }
   catch (problem) { error.textContent = problem.message; return; }
@@ -32,7 +37,7 @@ async function search() {
     open.addEventListener("click", () => showRecord(row.entry));
     const cell = element("td");
     cell.append(open);
-    line.append(cell, element("td", row.time.replace("T", " ").slice(0, 19)), element("td", row.type),
+    line.append(cell, element("td", localTime(row.time)), element("td", row.type),
                 element("td", row.user), element("td", row.summary));
     body.append(line);
   }
@@ -61,6 +66,35 @@ function candidatesTable(candidates) {
   return table;
 }
 
+// The export of the chosen days, with proofs; an empty range is said, not downloaded.
+async function exportRange() {
+  const note = document.getElementById("export-note");
+  note.textContent = "";
+  note.className = "meta";
+  const params = new URLSearchParams();
+  const chosen = query();
+  for (const name of ["since", "until"]) if (chosen.get(name)) params.set(name, chosen.get(name));
+  const response = await fetch(`/api/audit/export?${params}`, { credentials: "same-origin" });
+  if (!response.ok) {
+    note.textContent = `Export failed: ${response.statusText}`;
+    note.className = "error";
+    return;
+  }
+  const text = await response.text();
+  const count = text ? text.trimEnd().split("\n").length : 0;
+  if (!count) {
+    note.textContent = "No entries in these days: nothing to export.";
+    return;
+  }
+  const link = element("a");
+  link.href = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
+  link.download = "audit-export.jsonl";
+  document.body.append(link);
+  link.click();
+  link.remove();
+  note.textContent = `Exported ${count} entries with their proofs.`;
+}
+
 async function showRecord(position) {
   const data = await api("GET", `/api/audit/records/${position}`);
   const panel = document.getElementById("record");
@@ -72,7 +106,7 @@ async function showRecord(position) {
   for (const entry of entries) {
     const details = entry.details || {};
     const part = element("section");
-    part.append(element("h3", `Entry ${entry.entry}: ${entry.type} by ${entry.actor.user} at ${entry.time}`));
+    part.append(element("h3", `Entry ${entry.entry}: ${entry.type} by ${entry.actor.user} at ${localTime(entry.time)}`));
     if (details.query) part.append(element("p", `Asked: ${details.query}`));
     if (entry.type === "question") {
       part.append(element("p", `Policy version ${details.policy_version}; models ${JSON.stringify(details.models)}`, "meta"));
@@ -134,6 +168,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   const me = await api("GET", "/api/me");
   document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
   document.getElementById("search").addEventListener("submit", (event) => { event.preventDefault(); search(); });
+  document.getElementById("export").addEventListener("click", exportRange);
   document.getElementById("policy-changes").addEventListener("click", () => {
     document.getElementById("event-type").value = "policy_change"; search();
   });

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from audit.entries import make_entry
 from audit.log import AuditLog
 from audit.merkle import verify_inclusion
 from audit.store import ENTRIES_FILE
 
 
-def _audit(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _audit(
+    directory: Path, *args: str, timezone: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "audit.cli", "--dir", str(directory), *args],
         capture_output=True,
         text=True,
         check=False,
+        env=None if timezone is None else {**os.environ, "TZ": timezone},
     )
 
 
@@ -90,6 +96,36 @@ def test_export_carries_a_proof_for_every_entry(log_dir: Path) -> None:
     first_time = json.loads(lines[5])["entry_json"]["time"]
     later = _audit(log_dir, "export", "--from", first_time).stdout.splitlines()
     assert len(later) == 20
+
+
+def test_a_to_date_includes_its_whole_local_day_and_an_empty_export_says_so(
+    tmp_path: Path,
+) -> None:
+    """Dates are days of the machine's own time zone (New York here); "--to D" counts D
+    to its last moment; an explicit time stays exclusive."""
+    directory = tmp_path / "audit"
+    moments = ["2026-03-01T03:00", "2026-03-01T12:00", "2026-03-02T04:59", "2026-03-02T05:00"]
+    with AuditLog(directory) as log:
+        for n, moment in enumerate(moments):
+            when = dt.datetime.fromisoformat(moment).replace(tzinfo=dt.UTC)
+            details = {"doc_id": f"doc-{n}", "version": "1", "chunk_ids": []}
+            log.append_entry(make_entry("ingestion", "it-santos", ["it_admin"], details, time=when))
+
+    def exported(*args: str) -> list[int]:
+        result = _audit(directory, "export", *args, timezone="America/New_York")
+        assert result.returncode == 0, result.stderr
+        return [json.loads(line)["entry"] for line in result.stdout.splitlines()]
+
+    assert exported("--from", "2026-03-01", "--to", "2026-03-01") == [1, 2]
+    assert exported("--to", "2026-03-01T12:00:00+00:00") == [0]
+    empty = _audit(directory, "export", "--from", "2025-01-01", "--to", "2025-01-31")
+    assert empty.returncode == 0 and empty.stdout == ""
+    assert "no entries from 2025-01-01 to 2025-01-31" in empty.stderr
+    bad = _audit(directory, "export", "--to", "the first of March")
+    assert bad.returncode == 2 and "not an ISO date or time" in bad.stderr
+    found = _audit(directory, "query", "--from", "2026-03-01", "--to", "2026-03-01",
+                   timezone="America/New_York")  # fmt: skip
+    assert [json.loads(line)["entry"] for line in found.stdout.splitlines()] == [1, 2]
 
 
 def test_verify_fails_and_names_the_entry_after_tampering(log_dir: Path) -> None:

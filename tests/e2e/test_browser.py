@@ -4,6 +4,7 @@ goes to ``test-artifacts/browser/`` (the key ones are copied to ``docs/``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import threading
@@ -54,7 +55,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # Secure cookies, as shipped: loopback counts as secure. Checkpoints every second, each
     # sent to a witness directory, so the compliance page has one to show.
     witness = AuditSettings(witness_dir=data.parent / "witness", checkpoint_seconds=1.0)
-    settings = make_settings(data, audit=witness)
+    # Every test signs in afresh, more often than a person would in a minute.
+    settings = make_settings(data, audit=witness, services={"login_per_minute": 100})
     with Appliance(settings) as appliance:
         assert not appliance.ingestor.ingest([SAMPLE_CORPUS, DISAGREEING_POLICY]).failed
     port = free_port()
@@ -81,8 +83,11 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-def sign_in(browser: object, base: str, user: str) -> object:
-    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()  # type: ignore[attr-defined]
+def sign_in(browser: object, base: str, user: str, timezone: str | None = None) -> object:
+    context = browser.new_context(  # type: ignore[attr-defined]
+        viewport={"width": 1400, "height": 900}, timezone_id=timezone
+    )
+    page = context.new_page()
     page.goto(f"{base}/login")
     page.fill("#user", user)
     page.fill("#password", PASSWORD)
@@ -166,6 +171,68 @@ def test_sources_that_disagree_are_shown_together_with_which_prevails(
     assert "aztreonam 2 g IV" in mark.inner_text()
 
 
+def test_a_new_question_clears_the_last_answer_and_its_source(server: str, browser: object) -> None:
+    """Nothing of an earlier question stays on screen while the next is asked, nor
+    beside its error: the page is busy (button disabled, aria-busy), then shows the error
+    as an error, in the answer area."""
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "How long should I rub my hands with alcohol gel?")
+    page.click("#ask")
+    page.locator("#answer .cite").first.click()
+    page.wait_for_selector("#cited-span")
+    held: list[object] = []
+    page.route("**/api/ask", lambda route: held.append(route))  # the next answer waits
+    page.fill("#question", "What is the alteplase dose for stroke?")
+    page.click("#ask")
+    page.wait_for_selector("#answer[aria-busy=true] .busy")
+    assert page.is_disabled("#ask")
+    assert "20 to 30 seconds" not in page.inner_text("#answer")
+    assert page.locator("#cited-span").count() == 0
+    assert "Choose a citation" in page.inner_text("#source")
+    shot(page, "04d-busy-and-cleared")
+    held[0].fulfill(status=503, json={"detail": "the search service is not available"})  # type: ignore[attr-defined]
+    page.wait_for_selector("#answer.failed .error")
+    answer = page.inner_text("#answer")
+    assert "could not be asked" in answer and "search service is not available" in answer
+    assert page.get_attribute("#answer", "role") == "alert" and not page.is_disabled("#ask")
+    shot(page, "04e-error-in-the-answer-area")
+
+
+def test_enter_asks_once_and_shift_enter_starts_a_line(server: str, browser: object) -> None:
+    page = sign_in(browser, server, "dr-okafor", timezone="America/New_York")
+    assert page.evaluate("document.activeElement.id") == "question"  # autofocus
+    before = len(page.locator("#history li").all())
+    page.keyboard.type("What is the alteplase dose")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("for stroke?")
+    assert page.input_value("#question") == "What is the alteplase dose\nfor stroke?"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # pressed again while the first is asked: ignored
+    page.wait_for_selector("#answer .sentence")
+    page.wait_for_function(f"document.querySelectorAll('#history li').length > {before}")
+    page.wait_for_timeout(500)
+    assert len(page.locator("#history li").all()) == before + 1  # asked (and audited) once
+    # times in the reader's own zone, named (the browser here runs in New York)
+    assert re.search(r"\bEST\b", page.inner_text("#history"))
+    assert "How this answer was made" in page.inner_text("#answer")
+    assert "verifier" not in page.inner_text("#answer")  # model names wait behind the toggle
+
+
+def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "What is the first antibiotic for sepsis with a penicillin allergy?")
+    page.fill("#as-of", "2024-06-01")
+    page.click("#ask")
+    page.wait_for_selector("#answer .sentence")
+    answer = page.inner_text("#answer")
+    assert "As of 2024-06-01" in answer
+    titles = [c.get_attribute("title") for c in page.locator("#answer .cite").all()]
+    assert titles and all("version 4" not in (t or "") for t in titles)  # v4 came in 2025
+    shot(page, "04f-as-of-a-past-day")
+
+
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
     page = sign_in(browser, server, "dr-okafor")
     assert not page.is_visible("#compliance-link")
@@ -209,3 +276,29 @@ def test_a_compliance_officer_finds_the_question_and_checks_the_log(
     witness = officer.inner_text("#witness")
     assert witness.startswith("directory") and "last witnessed checkpoint size" in witness
     assert "FAILING" not in witness
+
+
+def test_the_to_day_of_a_range_counts_whole_and_an_empty_export_says_so(
+    server: str, browser: object
+) -> None:
+    clinician = sign_in(browser, server, "dr-okafor")
+    clinician.fill("#question", "How long should I rub my hands with alcohol gel?")
+    clinician.click("#ask")
+    clinician.wait_for_selector("#answer .sentence")
+    officer = sign_in(browser, server, "audit-ito")
+    officer.goto(f"{server}/compliance")
+    today = officer.evaluate("new Date().toLocaleDateString('en-CA')")  # the officer's day
+    officer.fill("#since", today)
+    officer.fill("#until", today)
+    officer.click("#search-button")
+    officer.locator("#records tr", has_text="question").first.wait_for()
+    with officer.expect_download() as download:
+        officer.click("#export")
+    lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert lines and all(json.loads(line)["entry_json"]["time"] for line in lines)
+    assert officer.locator("#export-note", has_text=f"Exported {len(lines)} entries").count() == 1
+    shot(officer, "08b-audit-one-whole-day")
+    officer.fill("#since", "2001-01-01")
+    officer.fill("#until", "2001-01-02")
+    officer.click("#export")
+    officer.locator("#export-note", has_text="No entries in these days").wait_for()
