@@ -83,6 +83,13 @@ function renderAnswer(answer, asOf) {
     box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
   }
   if (answer.read_as) box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
+  if (!answer.refused) {
+    box.append(answerTools(answer));
+    const printed = element("ol", null, "print-only printed-sources");
+    answer.sentences.flatMap((sentence) => sentence.citations)
+      .forEach((span) => printed.append(element("li", describe(span))));
+    box.append(printed);
+  }
   const details = element("details", null, "meta");
   details.append(element("summary", "How this answer was made"),
                  element("p", `Written by ${answer.generator}; each sentence checked against its source by ${answer.verifier}; audit entry ${answer.audit_entry}.`));
@@ -109,6 +116,44 @@ function renderConflict(conflict, requestId) {
   return box;
 }
 
+// The answer as text that keeps its sources: each sentence with its numbers, then each
+// number's document, version, effective date and section.
+function answerAsText(answer) {
+  const lines = [`Question: ${answer.question}`, ""];
+  const sources = [];
+  for (const sentence of answer.sentences) {
+    const marks = sentence.citations.map((span) => {
+      sources.push(span);
+      return `[${sources.length}]`;
+    });
+    lines.push(`${sentence.text} ${marks.join("")}`.trim());
+  }
+  lines.push("", "Sources:");
+  sources.forEach((span, index) => lines.push(`[${index + 1}] ${describe(span)}`));
+  return lines.join("\n");
+}
+
+function answerTools(answer) {
+  const tools = element("p", null, "answer-tools");
+  const copy = element("button", "Copy with sources", "link");
+  copy.type = "button";
+  const said = element("span", "", "meta");
+  said.setAttribute("role", "status");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(answerAsText(answer));
+      said.textContent = " Copied, with its sources.";
+    } catch (problem) {
+      said.textContent = ` Could not copy: ${problem.message}`;
+    }
+  });
+  const print = element("button", "Print", "link");
+  print.type = "button";
+  print.addEventListener("click", () => window.print());
+  tools.append(copy, print, said);
+  return tools;
+}
+
 async function showSource(span, number, citedIn) {
   const pane = document.getElementById("source");
   let doc;
@@ -129,13 +174,19 @@ async function showSource(span, number, citedIn) {
   if (doc.superseded_by) {
     pane.append(element("p", `Superseded by ${doc.superseded_by}`, "superseded"));
   }
+  // Focusable so that a keyboard can scroll it; not live, so that a screen reader says
+  // only the highlighted passage (below), never the whole document.
   const text = element("pre");
+  text.tabIndex = 0;
+  text.setAttribute("aria-label", `${doc.title}, whole text`);
   text.append(document.createTextNode(doc.text.slice(0, span.start)));
   const mark = element("mark", doc.text.slice(span.start, span.end));
   mark.id = "cited-span";
   text.append(mark, document.createTextNode(doc.text.slice(span.end)));
   pane.append(text);
   mark.scrollIntoView({ block: "center" });
+  document.getElementById("source-status").textContent =
+    `Source ${number}: ${doc.title}. Highlighted: ${doc.text.slice(span.start, span.end)}`;
 }
 
 // One question at a time: while it is asked the button is disabled (a second press would
@@ -185,6 +236,12 @@ async function loadMe() {
   banner.classList.toggle("hidden", !me.break_glass_until);
   banner.textContent = me.break_glass_until ? `EMERGENCY ACCESS ACTIVE for patient ${me.break_glass_patient} until ${localTime(me.break_glass_until)}: every record you open is reported.` : "";
 }
+
+// Paper copies of an answer go out of date: each says when it was printed.
+window.addEventListener("beforeprint", () => {
+  document.getElementById("print-note").textContent =
+    `Printed on ${localTime(new Date().toISOString())}: an uncontrolled copy. Check the current documents before acting on it.`;
+});
 
 document.addEventListener("DOMContentLoaded", async () => {
   await primeCsrf();

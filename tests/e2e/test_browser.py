@@ -9,6 +9,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -83,9 +84,11 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-def sign_in(browser: object, base: str, user: str, timezone: str | None = None) -> object:
+def sign_in(
+    browser: object, base: str, user: str, timezone: str | None = None, width: int = 1400
+) -> object:
     context = browser.new_context(  # type: ignore[attr-defined]
-        viewport={"width": 1400, "height": 900}, timezone_id=timezone
+        viewport={"width": width, "height": 900}, timezone_id=timezone
     )
     page = context.new_page()
     page.goto(f"{base}/login")
@@ -201,6 +204,7 @@ def test_a_new_question_clears_the_last_answer_and_its_source(server: str, brows
 def test_enter_asks_once_and_shift_enter_starts_a_line(server: str, browser: object) -> None:
     page = sign_in(browser, server, "dr-okafor", timezone="America/New_York")
     assert page.evaluate("document.activeElement.id") == "question"  # autofocus
+    page.wait_for_load_state("networkidle")  # the history has loaded
     before = len(page.locator("#history li").all())
     page.keyboard.type("What is the alteplase dose")
     page.keyboard.press("Shift+Enter")
@@ -231,6 +235,72 @@ def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
     titles = [c.get_attribute("title") for c in page.locator("#answer .cite").all()]
     assert titles and all("version 4" not in (t or "") for t in titles)  # v4 came in 2025
     shot(page, "04f-as-of-a-past-day")
+
+
+def test_on_a_phone_an_answer_fits_copies_with_its_sources_and_prints_clean(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor", width=400)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])  # type: ignore[attr-defined]
+    page.fill("#question", "How long should I rub my hands with alcohol gel?")
+    page.click("#ask")
+    page.wait_for_selector("#answer .sentence")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 400  # no sideways scroll
+    shot(page, "04g-a-400-px-screen")
+    page.click("text=Copy with sources")
+    page.locator("#answer .answer-tools", has_text="Copied").wait_for()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("Question: How long should I rub my hands with alcohol gel?")
+    assert "[1]" in copied and "Sources:" in copied
+    assert re.search(r"\[1\] Hand Hygiene[^\n]*version [^\n]*effective \d{4}-\d{2}-\d{2}", copied)
+    page.set_viewport_size({"width": 900, "height": 900})
+    page.emulate_media(media="print")
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    assert "uncontrolled copy" in page.inner_text("#print-note")
+    for hidden in ("header", "#history-panel", "#break-glass-panel", "#ask", "#source"):
+        assert not page.is_visible(hidden), hidden
+    assert page.is_visible(".printed-sources") and page.is_visible("#answer .sentence")
+    shot(page, "04h-printed")
+
+
+def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> None:
+    """axe-core (WCAG 2.1 A and AA rules) on the sign-in page, the clinician page with an
+    answer and its source open, and the compliance page with a record open: nothing
+    serious or critical."""
+    axe = (resources.files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
+
+    def serious(page: object) -> list[str]:
+        page.evaluate(axe)  # type: ignore[attr-defined]
+        found = page.evaluate(  # type: ignore[attr-defined]
+            "axe.run(document, {runOnly: {type: 'tag', values: "
+            "['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})"
+        )
+        return [
+            f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']]}"
+            for v in found["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+
+    login = browser.new_context().new_page()  # type: ignore[attr-defined]
+    login.goto(f"{server}/login")
+    assert serious(login) == []
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "How long should I rub my hands with alcohol gel?")
+    page.click("#ask")
+    page.locator("#answer .cite").first.click()
+    page.wait_for_selector("#cited-span")
+    assert serious(page) == []
+    # a screen reader hears the highlighted passage, not the whole document
+    assert page.get_attribute("#source", "aria-live") is None
+    heard = page.text_content("#source-status") or ""
+    assert heard.startswith("Source 1: Hand Hygiene") and "Highlighted: " in heard
+    assert len(heard) < len(page.text_content("#source pre") or "")
+    officer = sign_in(browser, server, "audit-ito")
+    officer.goto(f"{server}/compliance")
+    officer.click("#search-button")
+    officer.locator("#records tr button").first.click()
+    officer.wait_for_selector("#record:not(.hidden)")
+    assert serious(officer) == []
 
 
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
