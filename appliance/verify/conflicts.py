@@ -17,6 +17,8 @@ are level, no rule decides, and the answer says so.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -60,20 +62,38 @@ class FactFinder(Protocol):
 
 
 class ExtractedStatements:
-    """Read from the passages themselves, when there is no knowledge graph."""
+    """Read from the passages themselves, when there is no knowledge graph. A chunk id
+    names its text (the chunker hashes it), so what a passage states is read once and
+    kept for the next question that finds it; each passage is read alone, so what it
+    states never depends on the passages it came with."""
 
-    def __init__(self, facts: FactFinder) -> None:
+    def __init__(self, facts: FactFinder, remembered: int = 4096) -> None:
         self._facts = facts
+        self._remembered = remembered
+        self._known: OrderedDict[str, Statements] = OrderedDict()
+        self._lock = threading.Lock()
 
     def statements(
         self, chunks: Sequence[Chunk], search_filter: SearchFilter | None = None
     ) -> dict[str, Statements]:
-        return {
-            f.chunk.chunk_id: Statements(
-                f.relations, frozenset(s.target for s in f.scopes if s.kind == "APPLIES_TO")
-            )
-            for f in self._facts.extract(chunks)
-        }
+        found: dict[str, Statements] = {}
+        for chunk in chunks:
+            with self._lock:
+                known = self._known.get(chunk.chunk_id)
+                if known is not None:
+                    self._known.move_to_end(chunk.chunk_id)
+            if known is None:
+                [facts] = self._facts.extract([chunk])
+                known = Statements(
+                    facts.relations,
+                    frozenset(s.target for s in facts.scopes if s.kind == "APPLIES_TO"),
+                )
+                with self._lock:
+                    self._known[chunk.chunk_id] = known
+                    while len(self._known) > self._remembered:
+                        self._known.popitem(last=False)
+            found[chunk.chunk_id] = known
+        return found
 
 
 class GraphStatements:

@@ -3,21 +3,28 @@ as a disagreement, what does not, and which source prevails."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from appliance.engines import Appliance
-from appliance.records import Chunk
+from appliance.nlp.clinical_facts import ClinicalFactExtractor
+from appliance.records import Chunk, ChunkFacts
 from appliance.verify.conflicts import ConflictFinder, ExtractedStatements
 from tests.conftest import make_settings
 from tests.contract.suites import make_chunk
 
 
 @pytest.fixture(scope="module")
-def finder(tmp_path_factory: pytest.TempPathFactory) -> ConflictFinder:
+def extractor(tmp_path_factory: pytest.TempPathFactory) -> ClinicalFactExtractor:
     with Appliance(make_settings(Path(tmp_path_factory.mktemp("conflicts")))) as appliance:
-        return ConflictFinder(ExtractedStatements(appliance.fact_extractor))
+        return appliance.fact_extractor
+
+
+@pytest.fixture(scope="module")
+def finder(extractor: ClinicalFactExtractor) -> ConflictFinder:
+    return ConflictFinder(ExtractedStatements(extractor))
 
 
 def passage(doc_id: str, text: str, **meta: object) -> Chunk:
@@ -84,7 +91,9 @@ def test_giving_a_drug_and_forbidding_it_disagree(finder: ConflictFinder) -> Non
         # the same dose, said in other words
         passage("icu-same", "In sepsis give meropenem 1 g IV every 8 hours.", departments=["icu"]),
         # a version replaced by the one cited
-        passage("antimicrobial-policy-v0", ICU.text, superseded_by="antimicrobial-policy"),
+        passage(
+            "adult-antimicrobial-policy-v0", ICU.text, superseded_by="adult-antimicrobial-policy"
+        ),
         # written for other people
         passage(
             "paediatric-sepsis",
@@ -95,8 +104,8 @@ def test_giving_a_drug_and_forbidding_it_disagree(finder: ConflictFinder) -> Non
     ids=["same-dose", "older-version", "other-population"],
 )
 def test_what_is_not_a_disagreement(finder: ConflictFinder, other: Chunk) -> None:
-    adults = passage(
-        "antimicrobial-policy",
+    adults = passage(  # its own id: in the product a chunk id names its text
+        "adult-antimicrobial-policy",
         "This policy applies to adults. For sepsis, give meropenem 1 g IV every 8 hours.",
         departments=["all"],
     )
@@ -106,3 +115,23 @@ def test_what_is_not_a_disagreement(finder: ConflictFinder, other: Chunk) -> Non
 def test_a_disagreement_the_answer_does_not_rely_on_is_not_shown(finder: ConflictFinder) -> None:
     cited = passage("hand-hygiene", "Clean hands before touching a patient.", departments=["all"])
     assert finder.among([TRUST, ICU, cited], relied_on={cited.chunk_id}) == []
+
+
+def test_what_a_passage_states_is_read_once(extractor: ClinicalFactExtractor) -> None:
+    counting = _CountingFacts(extractor)
+    reader = ExtractedStatements(counting)
+    first = reader.statements([TRUST, ICU])
+    assert reader.statements([ICU, TRUST]) == first
+    assert counting.read == 2  # once per passage, never again
+
+
+class _CountingFacts:
+    """The real fact finder, counting the passages it is given."""
+
+    def __init__(self, extractor: ClinicalFactExtractor) -> None:
+        self.extractor = extractor
+        self.read = 0
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkFacts]:
+        self.read += len(chunks)
+        return self.extractor.extract(chunks)
