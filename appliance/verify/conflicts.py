@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Protocol
@@ -34,6 +34,7 @@ from appliance.records import (
     Conflict,
     ConflictingSource,
     Relation,
+    Scope,
     Source,
 )
 
@@ -48,6 +49,10 @@ class Statements:
 
     relations: tuple[Relation, ...]
     applies_to: frozenset[str]
+
+
+def _applies_to(scopes: Iterable[Scope]) -> frozenset[str]:
+    return frozenset(s.target for s in scopes if s.kind == "APPLIES_TO")
 
 
 class StatementReader(Protocol):
@@ -84,10 +89,7 @@ class ExtractedStatements:
                     self._known.move_to_end(chunk.chunk_id)
             if known is None:
                 [facts] = self._facts.extract([chunk])
-                known = Statements(
-                    facts.relations,
-                    frozenset(s.target for s in facts.scopes if s.kind == "APPLIES_TO"),
-                )
+                known = Statements(facts.relations, _applies_to(facts.scopes))
                 with self._lock:
                     self._known[chunk.chunk_id] = known
                     while len(self._known) > self._remembered:
@@ -110,8 +112,7 @@ class GraphStatements:
         scopes = self._graph.scopes_of(ids, search_filter)
         return {
             chunk_id: Statements(
-                tuple(relations.get(chunk_id, ())),
-                frozenset(s.target for s in scopes.get(chunk_id, ()) if s.kind == "APPLIES_TO"),
+                tuple(relations.get(chunk_id, ())), _applies_to(scopes.get(chunk_id, ()))
             )
             for chunk_id in ids
         }
