@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from appliance.access.events import AccessEvent
 from appliance.access.rules import Subject
@@ -168,6 +169,26 @@ class AuditTrail:
             question.request_id,
         )
 
+    def feedback(
+        self,
+        subject: Subject,
+        answer_request: str,
+        kind: str,
+        comment: str,
+        question: str,
+        documents: Sequence[dict[str, str]],
+        request_id: str,
+    ) -> Receipt:
+        """A clinician's flag on an answer (wrong, unsafe, unhelpful), with the question
+        and the documents it cited and their owners, so that the compliance office and
+        each document's owner find it."""
+        return self._log.append(
+            "feedback", subject.user_id, list(subject.roles),
+            {"answer_request": answer_request, "kind": kind, "comment": comment,
+             "query": question, "documents": list(documents)},
+            request_id,
+        )  # fmt: skip
+
     # -- documents ----------------------------------------------------------------------
 
     def ingested(
@@ -188,6 +209,36 @@ class AuditTrail:
 
     def removed(self, doc_id: str) -> Receipt:
         return self._log.append("removal", _operator(), [], {"doc_id": doc_id})
+
+
+def shown_answer(record: dict[str, Any], position: int) -> dict[str, Any]:
+    """The answer as it was shown, rebuilt from its audit record (``record``: the entry's
+    details; ``position``: the entry's place in the log), so that a past question reopens
+    its answer exactly, without being asked again."""
+    understood = record.get("understood") or {}
+    assert isinstance(understood, dict)
+    asked = str(record["query"])
+    read_as = understood.get("read_as")
+    verifier = record.get("verifier") or {}
+    assert isinstance(verifier, dict)
+    return {
+        "request_id": record.get("question_request"),
+        "question": asked,
+        "refused": record.get("refusal") is not None,
+        "refusal": record.get("refusal"),
+        "refusal_code": record.get("refusal_code"),
+        "decision": record.get("decision"),
+        "scope": record.get("scope"),
+        "read_as": read_as if read_as and read_as != asked.strip() else None,
+        "unanswered_parts": record.get("unanswered_parts") or [],
+        "conflicts": record.get("conflicts") or [],
+        "follows": understood.get("follows"),
+        "sentences": record.get("sentences") or [],
+        "closest_sources": record.get("closest_sources") or [],
+        "generator": record.get("generator") or "",
+        "verifier": verifier.get("name") or "",
+        "audit_entry": position,
+    }
 
 
 def _operator() -> str:

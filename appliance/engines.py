@@ -43,7 +43,7 @@ from appliance.rerank.stages import open_stages
 from appliance.retrieve.graph import GraphRetriever
 from appliance.retrieve.hybrid import HybridRetriever, RetrievalConfig, TextRetriever
 from appliance.settings import AuditSettings, Settings
-from appliance.understand import DocumentWords, QuestionReader, WardLanguage
+from appliance.understand import DocumentWords, FollowUpReader, QuestionReader, WardLanguage
 from appliance.verify.base import EntailmentVerifier
 from appliance.verify.citations import CitationChecker
 from appliance.verify.conflicts import ConflictFinder, ExtractedStatements, GraphStatements
@@ -268,7 +268,9 @@ class Appliance:
             return key, texts
 
         language = WardLanguage.load(self.settings.ward_language)
-        return QuestionReader(language, DocumentWords(shared_texts))
+        # The fact finder's parser is loaded by the first follow-up, not before.
+        follow_ups = FollowUpReader(lambda text: self.fact_extractor.question_keys(text, {}))
+        return QuestionReader(language, DocumentWords(shared_texts), follow_ups)
 
     @cached_property
     def scope_checker(self) -> ScopeChecker:

@@ -81,6 +81,13 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--chunk", dest="chunk_id")
     query.add_argument("--limit", type=int, default=100)
 
+    feedback = commands.add_parser(
+        "feedback", help="clinicians' flags on answers, for the compliance office and owners"
+    )
+    feedback.add_argument("--owner", help="only answers citing documents this owner keeps")
+    feedback.add_argument("--from", dest="since", type=_iso, help=_FROM)
+    feedback.add_argument("--to", dest="until", type=_iso, help=_TO)
+
     commands.add_parser("reindex", help="rebuild the secondary index from the log")
     return parser
 
@@ -233,6 +240,34 @@ def _query(directory: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def _feedback(directory: Path, args: argparse.Namespace) -> int:
+    """One line per flag: when, what kind, who, on which question, the comment, and the
+    documents the answer cited with their owners; a document owner's list with --owner."""
+    with AuditLog(directory) as log:
+        index = AuditIndex(log)
+        positions = index.positions(
+            Query(args.since, args.until, event_type="feedback", limit=1_000_000)
+        )
+        index.close()
+    reader = LogReader(directory)
+    shown = 0
+    for position in positions:
+        entry = json.loads(reader.record(position).entry)
+        details = entry["details"]
+        documents = details.get("documents", [])
+        if args.owner and not any(d.get("owner") == args.owner for d in documents):
+            continue
+        cited = "; ".join(f"{d['title']} v{d['version']} (owner {d['owner']})" for d in documents)
+        print(
+            f"{entry['time']}  {details['kind']:<9}  {entry['actor']['user']}  "
+            f"entry {position}\n  question: {details['query']}\n"
+            f"  comment: {details.get('comment') or '(none)'}\n  cited: {cited or '(nothing)'}"
+        )
+        shown += 1
+    print(f"{shown} flagged answer(s)", file=sys.stderr)
+    return 0
+
+
 def _reindex(directory: Path, _args: argparse.Namespace) -> int:
     with AuditLog(directory) as log:
         index = AuditIndex(log)
@@ -246,6 +281,7 @@ def _print_json(value: object) -> None:
 
 
 _COMMANDS = {
+    "feedback": _feedback,
     "verify": _verify,
     "prove": _prove,
     "checkpoint": _checkpoint,

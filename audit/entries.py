@@ -26,6 +26,7 @@ EVENT_TYPES = {
     "sign_in_failed": ("method", "attempted_user"),
     "sign_out": ("method",),
     "document_view": ("doc_id", "version", "why"),
+    "feedback": ("answer_request", "kind", "query", "documents"),
 }
 """Every event type and the detail keys it must carry."""
 

@@ -67,10 +67,22 @@ class AnswerBody(TypedDict):
     read_as: str | None
     unanswered_parts: list[str]
     conflicts: list[ConflictBody]
+    follows: str | None
     sentences: list[SentenceBody]
     closest_sources: list[SourceBody]
     generator: str
     verifier: str
+    audit_entry: int
+
+
+class PastAnswerBody(AnswerBody):
+    asked_at: str
+    withheld_sentences: int
+    """Sentences not shown again: the asker may no longer read their sources."""
+
+
+class FeedbackAccepted(TypedDict):
+    recorded: bool
     audit_entry: int
 
 

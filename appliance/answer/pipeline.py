@@ -88,11 +88,14 @@ class AnswerPipeline:
         search_filter: SearchFilter | None = None,
         in_force_on: dt.date | None = None,
         request_id: str | None = None,
+        follows: str | None = None,
     ) -> Answer:
+        """``follows``: the conversation's previous question as it was understood, for
+        a follow-up that does not name its own subject."""
         asked = Question(
             question, subject, search_filter, in_force_on, request_id or str(uuid.uuid4())
         )
-        understood = self._understand(question)
+        understood = self._understand(question, follows)
         try:
             found, question_vectors, relevance = self._search(asked, understood)
         except StoreUnavailable as error:
@@ -136,9 +139,9 @@ class AnswerPipeline:
 
     # -- the steps --------------------------------------------------------------------
 
-    def _understand(self, question: str) -> UnderstoodQuestion:
+    def _understand(self, question: str, follows: str | None) -> UnderstoodQuestion:
         if self._reader is not None:
-            return self._reader.read(question)
+            return self._reader.read(question, follows)
         text = question.strip()
         return UnderstoodQuestion(
             question, text, text, text, (text,), qualifiers_of(text), asking=text, topic=text
@@ -296,7 +299,7 @@ class _Answering:
         answer = Answer(
             understood.asked, self.question.request_id, sentences, refusal, closest,
             self.generator, self.verifier, -1,
-            decision, scope, read_as, unanswered, conflicts,
+            decision, scope, read_as, unanswered, conflicts, understood.follows or None,
         )  # fmt: skip
         try:
             receipt = self.recorder.answer(self.question.subject, answer, self.trace)

@@ -31,6 +31,9 @@ class Answer:
     """Parts of a question that asks several things which no kept sentence answers."""
     conflicts: tuple[Conflict, ...] = ()
     """Documents among the answer's passages that disagree about what it cites."""
+    follows: str | None = None
+    """The previous question of the conversation when this one was read as its
+    follow-up (``read_as`` then says how)."""
 
     @property
     def refused(self) -> bool:
@@ -52,6 +55,7 @@ class Answer:
             "read_as": self.read_as,
             "unanswered_parts": list(self.unanswered_parts),
             "conflicts": [conflict.to_dict() for conflict in self.conflicts],
+            "follows": self.follows,
             "sentences": [sentence.to_dict() for sentence in self.sentences],
             "closest_sources": [source.to_dict() for source in self.closest_sources],
             "generator": self.generator,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from appliance.understand.abbreviations import defined_abbreviations
+from appliance.understand.follow_up import FollowUpReader
 from appliance.understand.narrative import asking_of, focus_of, parts_of, says_something
 from appliance.understand.qualifiers import Qualifiers, qualifiers_of
 from appliance.understand.spelling import Correction, SpellingCorrector, english_frequency
@@ -48,6 +49,9 @@ class UnderstoodQuestion:
     nothing."""
     corrections: tuple[Correction, ...] = ()
     expansions: tuple[Expansion, ...] = ()
+    follows: str = ""
+    """The previous question of the conversation, as it was understood, when this one
+    was read as its follow-up (``read_as`` then carries the previous subject)."""
 
     def to_record(self) -> dict[str, object]:
         """What the audit log keeps of the reading."""
@@ -60,6 +64,8 @@ class UnderstoodQuestion:
             record["corrections"] = {c.written: c.read_as for c in self.corrections}
         if self.expansions:
             record["expansions"] = {e.written: e.read_as for e in self.expansions}
+        if self.follows:
+            record["follows"] = self.follows
         qualifiers = self.qualifiers.to_record()
         if qualifiers:
             record["qualifiers"] = qualifiers
@@ -102,9 +108,15 @@ class DocumentWords:
 
 
 class QuestionReader:
-    def __init__(self, language: WardLanguage, documents: DocumentWords) -> None:
+    def __init__(
+        self,
+        language: WardLanguage,
+        documents: DocumentWords,
+        follow_ups: FollowUpReader | None = None,
+    ) -> None:
         self._language = language
         self._documents = documents
+        self._follow_ups = follow_ups
         self._shorthand = language.shorthand_pattern()
 
     def _expand(
@@ -135,10 +147,18 @@ class QuestionReader:
                 text = re.sub(pattern, f"{short} ({long})", text)
         return text, expansions, also
 
-    def read(self, question: str) -> UnderstoodQuestion:
+    def read(self, question: str, previous: str | None = None) -> UnderstoodQuestion:
+        """``previous``: the conversation's last question as it was understood; a
+        question that does not name its own subject is read with that one's."""
         self._documents.refresh()
         vocabulary = self._documents.vocabulary
-        expanded, expansions, also = self._expand(question.strip(), vocabulary)
+        text = question.strip()
+        follows = ""
+        if previous and self._follow_ups is not None:
+            whole = self._follow_ups.read(text, previous)
+            if whole is not None:
+                text, follows = whole, previous
+        expanded, expansions, also = self._expand(text, vocabulary)
         corrector = SpellingCorrector(vocabulary, self._language)
         read_as, corrections = corrector.correct(expanded)
         focus, story = focus_of(read_as)
@@ -173,4 +193,5 @@ class QuestionReader:
             topic=_topic(read_as, focus, story),
             corrections=tuple(corrections),
             expansions=tuple(expansions),
+            follows=follows,
         )

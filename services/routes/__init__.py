@@ -36,6 +36,8 @@ def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[R
             route_handlers=[
                 clinician.document,
                 clinician.history,
+                clinician.past_answer,
+                clinician.feedback,
                 clinician.start_break_glass,
                 clinician.end_break_glass,
                 clinician.me,

@@ -100,6 +100,12 @@ def _summary(entry: dict[str, Any]) -> str:
         if entry["type"] == "answer":
             text += f" -> {details.get('refusal') or 'answered'}"
         return text
+    if entry["type"] == "feedback":
+        documents = ", ".join(
+            f"{d['title']} (owner {d['owner'] or 'none'})" for d in details.get("documents", [])
+        )
+        comment = f": {details['comment']}" if details.get("comment") else ""
+        return f"{details['kind']}{comment} | on: {details['query']} | cited: {documents or 'none'}"
     for key in ("doc_id", "reason", "action", "decision"):
         if key in details:
             return f"{key}: {details[key]}"

@@ -6,23 +6,35 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, Literal, cast
 
 import anyio.to_thread
 from litestar import Request, Response, delete, get, post
 from litestar.datastructures import Cookie
 from litestar.exceptions import ClientException, NotFoundException
 from litestar.params import FromPath, FromQuery, JSONBody
+from prometheus_client import Counter
 
 from appliance.access.break_glass import MAX_DURATION, MAX_REASON_CHARS
 from appliance.access.guard import AccessDenied, NotFound
+from appliance.audit_trail import shown_answer
+from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.retrieve.hybrid import QueryError
 from audit.index import AuditIndex, Query
 from audit.reader import LogReader
 from services.auth import session_of
 from services.routes.layers import Asker, Engines, Service
-from services.schemas import AnswerBody, AskedBefore, DocumentBody, EndedBody, GrantBody, MeBody
+from services.schemas import (
+    AnswerBody,
+    AskedBefore,
+    DocumentBody,
+    EndedBody,
+    FeedbackAccepted,
+    GrantBody,
+    MeBody,
+    PastAnswerBody,
+)
 from services.security import ERROR_RESPONSES, WELL_FORMED_ID, request_id_of
 from services.state import ServiceState
 
@@ -33,6 +45,9 @@ MAX_BREAK_GLASS_MINUTES = int(MAX_DURATION.total_seconds() // 60)
 class AskRequest:
     question: str
     as_of: dt.date | None = None
+    follow_up_of: str | None = None
+    """The request id of the asker's previous question in the conversation: a question
+    that does not name its own subject is read with that one's."""
 
 
 @post(
@@ -46,10 +61,17 @@ def ask(
     request: Request, data: JSONBody[AskRequest], subject: Asker, engines: Engines
 ) -> AnswerBody:
     day = data.as_of or dt.date.today()
+    follows = None
+    if data.follow_up_of is not None:
+        earlier = _answer_record(engines, subject.user_id, data.follow_up_of)
+        if earlier is None:
+            raise ClientException("follow_up_of is not one of your earlier questions")
+        understood = earlier[1].get("understood") or {}
+        follows = understood.get("read_as") or earlier[1]["query"]
     try:
         answer = engines.answers.ask(
             data.question, subject, ActiveOn(day), in_force_on=day,
-            request_id=request_id_of(request.scope),
+            request_id=request_id_of(request.scope), follows=follows,
         )  # fmt: skip
     except QueryError as error:
         raise ClientException(str(error)) from None
@@ -117,6 +139,117 @@ def history(subject: Asker, engines: Engines) -> list[AskedBefore]:
         {"time": e["time"], "question": e["details"]["query"], "request_id": e["request_id"]}
         for e in entries
     ]
+
+
+@get(
+    "/history/{request_id:str}",
+    sync_to_thread=True,
+    summary="A past answer of the asker's, as it was shown, without asking again",
+    responses=ERROR_RESPONSES,
+)
+def past_answer(request_id: FromPath[str], subject: Asker, engines: Engines) -> PastAnswerBody:
+    """The answer from its audit record. Its sources are checked again now: a passage
+    the asker may no longer read (access revoked, an emergency grant ended, the document
+    removed) is not shown again, and the answer says so."""
+    found = _answer_record(engines, subject.user_id, request_id)
+    if found is None:
+        raise NotFoundException()
+    position, record, time = found
+    shown = shown_answer(record, position)
+
+    def readable(source: dict[str, Any]) -> bool:
+        try:
+            engines.guard.readable_chunk(subject, source["chunk_id"])
+        except NotFound:
+            return False
+        return True
+
+    sentences = []
+    for sentence in shown["sentences"]:
+        kept = [c for c in sentence["citations"] if readable(c)]
+        if kept or not sentence["citations"]:
+            sentences.append({**sentence, "citations": kept})
+    withheld = len(shown["sentences"]) - len(sentences)
+    conflicts = [c for c in shown["conflicts"] if all(readable(side) for side in c["sources"])]
+    closest = [c for c in shown["closest_sources"] if readable(c)]
+    return cast(
+        PastAnswerBody,
+        {**shown, "sentences": sentences, "conflicts": conflicts, "closest_sources": closest,
+         "asked_at": time, "withheld_sentences": withheld},
+    )  # fmt: skip
+
+
+def _answer_record(
+    engines: Appliance, user_id: str, request_id: str
+) -> tuple[int, dict[str, Any], str] | None:
+    """The audit record of one of the user's answers: its position, details and time;
+    None when that request is not an answer to this user."""
+    if not WELL_FORMED_ID.match(request_id):
+        return None
+    index = AuditIndex(engines.audit_log)
+    try:
+        positions = index.positions(
+            Query(user=user_id, event_type="answer", request_id=request_id, limit=1)
+        )
+    finally:
+        index.close()
+    if not positions:
+        return None
+    entry = json.loads(LogReader(engines.settings.audit_dir).record(positions[0]).entry)
+    return positions[0], entry["details"], entry["time"]
+
+
+FEEDBACK_KINDS = ("wrong", "unsafe", "unhelpful")
+MAX_FEEDBACK_CHARS = 2000
+FEEDBACK_GIVEN = Counter(
+    "clinical_appliance_feedback", "Answers flagged by clinicians, by kind", ["kind"]
+)
+
+
+@dataclass
+class FeedbackRequest:
+    request_id: str
+    """The answer flagged: one of the asker's own."""
+    kind: Literal["wrong", "unsafe", "unhelpful"]
+    comment: str = ""
+
+
+@post(
+    "/feedback",
+    sync_to_thread=True,
+    status_code=200,
+    summary="Flag an answer as wrong, unsafe or unhelpful",
+    responses=ERROR_RESPONSES,
+)
+def feedback(
+    request: Request, data: JSONBody[FeedbackRequest], subject: Asker, engines: Engines
+) -> FeedbackAccepted:
+    """Recorded in the audit log with the question and the documents the answer cited
+    (with their owners), and counted in the metrics."""
+    if data.kind not in FEEDBACK_KINDS:
+        raise ClientException(f"kind is one of {', '.join(FEEDBACK_KINDS)}")
+    if len(data.comment) > MAX_FEEDBACK_CHARS:
+        raise ClientException(f"a comment has at most {MAX_FEEDBACK_CHARS} characters")
+    found = _answer_record(engines, subject.user_id, data.request_id)
+    if found is None:
+        raise ClientException("request_id is not one of your answers")
+    record = found[1]
+    cited = {
+        c["doc_id"]: c for s in record.get("sentences") or [] for c in s.get("citations") or []
+    } or {c["doc_id"]: c for c in record.get("closest_sources") or []}
+    documents = []
+    for doc_id, span in cited.items():
+        document = engines.catalog.document(doc_id)
+        owner = document.metadata.owner if document is not None else ""
+        documents.append(
+            {"doc_id": doc_id, "title": span["title"], "version": span["version"], "owner": owner}
+        )
+    receipt = engines.audit_trail.feedback(
+        subject, data.request_id, data.kind, data.comment.strip(), record["query"], documents,
+        request_id_of(request.scope),
+    )  # fmt: skip
+    FEEDBACK_GIVEN.labels(kind=data.kind).inc()
+    return {"recorded": True, "audit_entry": receipt.position}
 
 
 @dataclass

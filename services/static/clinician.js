@@ -1,6 +1,7 @@
 "use strict";
 
 let current = null; // the answer on screen
+let conversation = null; // the last answer of the conversation: a follow-up is read with it
 const opened = new Map(); // documents fetched for the answer on screen: each view is audited once
 
 function describe(span) {
@@ -35,6 +36,12 @@ function renderAnswer(answer, asOf) {
   box.removeAttribute("role");
   box.replaceChildren();
   box.classList.toggle("refusal", answer.refused);
+  if (answer.asked_at) {
+    box.append(element("p", `Asked ${localTime(answer.asked_at)}: "${answer.question}". Reopened from your history as it was answered then, not asked again.`, "reopened"));
+    if (answer.withheld_sentences) {
+      box.append(element("p", `${answer.withheld_sentences} sentence(s) not shown again: you may no longer read their sources.`, "unanswered"));
+    }
+  }
   if (asOf) box.append(element("p", `As of ${asOf}: the documents in force on that day.`, "scope"));
   if (answer.refused) {
     box.append(element("h2", "The documents do not answer this question"));
@@ -82,7 +89,11 @@ function renderAnswer(answer, asOf) {
   if (answer.unanswered_parts && answer.unanswered_parts.length) {
     box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
   }
-  if (answer.read_as) box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
+  if (answer.follows) {
+    box.append(element("p", `Read as a follow-up to "${answer.follows}": ${answer.read_as}`, "meta follow-up-read"));
+  } else if (answer.read_as) {
+    box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
+  }
   if (!answer.refused) {
     box.append(answerTools(answer));
     const printed = element("ol", null, "print-only printed-sources");
@@ -203,8 +214,10 @@ async function ask() {
   try {
     const body = { question };
     if (asOf) body.as_of = asOf;
+    if (conversation) body.follow_up_of = conversation.request_id;
     current = await api("POST", "/api/ask", body);
     renderAnswer(current, asOf);
+    continueConversation(current);
     loadHistory();
   } catch (problem) {
     renderError(problem.message);
@@ -214,15 +227,48 @@ async function ask() {
   }
 }
 
+// A conversation: the next question is sent as a follow-up of the last answer, and the
+// server reads it with that question's subject when it names none of its own.
+function continueConversation(answer) {
+  conversation = answer;
+  const note = document.getElementById("conversation");
+  note.classList.toggle("hidden", !answer);
+  document.getElementById("conversation-about").textContent =
+    answer ? (answer.read_as || answer.question) : "";
+}
+
+// A past question reopens its answer as it was shown (from the audit record), without
+// asking again; "Ask again" puts it back in the question box.
+async function reopen(item) {
+  clearAnswer("Opening your earlier answer...");
+  try {
+    current = await api("GET", `/api/history/${encodeURIComponent(item.request_id)}`);
+    renderAnswer(current, null);
+    continueConversation(current);
+  } catch (problem) {
+    renderError(problem.message);
+  }
+}
+
 async function loadHistory() {
   const list = document.getElementById("history");
   list.replaceChildren();
   for (const item of await api("GET", "/api/history")) {
     const entry = element("li");
-    const again = element("button", item.question, "link");
+    const open = element("button", item.question, "link");
+    open.type = "button";
+    open.title = "Show the answer given then";
+    open.disabled = !item.request_id;
+    open.addEventListener("click", () => reopen(item));
+    const again = element("button", "Ask again", "link small");
     again.type = "button";
-    again.addEventListener("click", () => { document.getElementById("question").value = item.question; });
-    entry.append(again, element("span", ` ${localTime(item.time)}`, "meta"));
+    again.setAttribute("aria-label", `Ask again: ${item.question}`);
+    again.addEventListener("click", () => {
+      const box = document.getElementById("question");
+      box.value = item.question;
+      box.focus();
+    });
+    entry.append(open, element("span", ` ${localTime(item.time)} `, "meta"), again);
     list.append(entry);
   }
 }
@@ -246,6 +292,10 @@ window.addEventListener("beforeprint", () => {
 document.addEventListener("DOMContentLoaded", async () => {
   await primeCsrf();
   document.getElementById("sign-out").addEventListener("click", signOut);
+  document.getElementById("new-conversation").addEventListener("click", () => {
+    continueConversation(null);
+    document.getElementById("question").focus();
+  });
   const form = document.getElementById("ask-form");
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -15,6 +15,7 @@ from joserfc.jwk import ECKey, KeySet
 from litestar.testing import TestClient
 
 from appliance.engines import Appliance
+from audit.cli import main as audit_main
 from appliance.settings import ServiceSettings
 from services.accounts import LocalAccounts
 from services.app import create_app
@@ -121,6 +122,53 @@ def test_a_question_the_documents_do_not_answer_is_a_refusal(client: TestClient)
     assert answer["refused"] and answer["sentences"] == [] and answer["closest_sources"]
 
 
+def ask(client: TestClient, question: str, **fields: object) -> dict:  # type: ignore[type-arg]
+    response = client.post("/api/ask", json={"question": question, **fields}, headers=csrf(client))
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def quotes(answer: dict) -> str:  # type: ignore[type-arg]
+    return " ".join(c["quote"] for s in answer["sentences"] for c in s["citations"])
+
+
+def test_a_follow_up_is_answered_with_the_previous_turns_subject(client: TestClient) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    first = ask(client, "What is the dose of glucagon for hypoglycaemia?")
+    assert "glucagon 1 mg" in quotes(first)
+    alone = ask(client, "and in liver disease?")
+    assert alone["follows"] is None  # not said to follow anything: read as written
+    follow_up = ask(client, "and in liver disease?", follow_up_of=first["request_id"])
+    assert follow_up["follows"] == "What is the dose of glucagon for hypoglycaemia?"
+    assert follow_up["read_as"] == "What is the dose of glucagon for hypoglycaemia in liver disease?"
+    assert not follow_up["refused"], follow_up
+    assert "less effective in patients with liver disease" in quotes(follow_up)
+    # the conversation goes on from the question as it was understood
+    third = ask(client, "and the route?", follow_up_of=follow_up["request_id"])
+    assert third["read_as"] == "What is the route of glucagon for hypoglycaemia in liver disease?"
+
+
+def test_a_past_answer_reopens_as_it_was_shown_and_only_for_its_asker(
+    client: TestClient, data_dir: Path
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    shown = ask(client, "How long should I rub my hands with alcohol gel?")
+    questions = len(audit_entries(data_dir / "data", "question"))
+    reopened = client.get(f"/api/history/{shown['request_id']}").json()
+    assert len(audit_entries(data_dir / "data", "question")) == questions  # not asked again
+    assert reopened["sentences"] == shown["sentences"] and reopened["withheld_sentences"] == 0
+    for field in ("question", "refused", "decision", "scope", "generator", "audit_entry"):
+        assert reopened[field] == shown[field], field
+    assert reopened["asked_at"]
+    assert sign_in(client, "audit-ito") == 200
+    assert client.get(f"/api/history/{shown['request_id']}").status_code == 404
+    refused = client.post(
+        "/api/ask", json={"question": "and the time?", "follow_up_of": shown["request_id"]},
+        headers=csrf(client),
+    )  # fmt: skip
+    assert refused.status_code == 400 and "earlier questions" in refused.text
+
+
 def test_sign_in_failures_say_nothing_about_which_part_was_wrong(client: TestClient) -> None:
     client.cookies.clear()
     client.get("/health")
@@ -204,6 +252,46 @@ def test_a_compliance_officer_finds_the_question_and_verifies_the_log(client: Te
     assert exported and all("proof" in json.loads(line) for line in exported)
     bad = client.get("/api/audit/records", params={"since": "yesterday"})
     assert bad.status_code == 400 and "not an ISO date" in bad.json()["detail"]
+
+
+def test_feedback_is_audited_counted_and_listed_for_compliance_and_the_owner(
+    client: TestClient, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    answer = ask(client, "What is the dose of glucagon for hypoglycaemia?")
+    flag = {"request_id": answer["request_id"], "kind": "unsafe",
+            "comment": "Does not say what to do when glucagon fails"}  # fmt: skip
+    given = client.post("/api/feedback", json=flag, headers=csrf(client))
+    assert given.status_code == 200, given.text
+    recorded = [e for e in audit_entries(data_dir / "data", "feedback")
+                if e["details"]["answer_request"] == answer["request_id"]]  # fmt: skip
+    assert len(recorded) == 1 and recorded[0]["actor"]["user"] == "dr-okafor"
+    assert recorded[0]["details"]["documents"] == [{
+        "doc_id": "hypoglycaemia-management", "title": "Management of Hypoglycaemia in Adults",
+        "version": "4", "owner": "diabetes-team",
+    }]  # fmt: skip
+    bad_kind = client.post("/api/feedback", json={**flag, "kind": "meh"}, headers=csrf(client))
+    assert bad_kind.status_code == 400
+    metrics = client.get("/metrics").text
+    assert 'clinical_appliance_feedback_total{kind="unsafe"}' in metrics
+    # another asker cannot flag an answer that is not theirs
+    assert sign_in(client, "audit-ito") == 200
+    foreign = client.post("/api/feedback", json=flag, headers=csrf(client))
+    assert foreign.status_code == 400 and len(audit_entries(data_dir / "data", "feedback")) == 1
+    rows = client.get("/api/audit/records", params={"event_type": "feedback"}).json()
+    assert "unsafe: Does not say what to do when glucagon fails" in rows[0]["summary"]
+    assert "owner diabetes-team" in rows[0]["summary"]
+    by_document = client.get(
+        "/api/audit/records",
+        params={"event_type": "feedback", "doc_id": "hypoglycaemia-management"},
+    ).json()  # fmt: skip
+    assert [r["entry"] for r in by_document] == [rows[0]["entry"]]
+    audit_dir = str(data_dir / "data" / "audit")
+    assert audit_main(["--dir", audit_dir, "feedback", "--owner", "diabetes-team"]) == 0
+    listed = capsys.readouterr()
+    assert "glucagon fails" in listed.out and "1 flagged answer(s)" in listed.err
+    assert audit_main(["--dir", audit_dir, "feedback", "--owner", "infection-control"]) == 0
+    assert "0 flagged answer(s)" in capsys.readouterr().err
 
 
 def test_bad_input_gets_a_clear_error(client: TestClient) -> None:
