@@ -244,8 +244,10 @@ def feedback(
         documents.append(
             {"doc_id": doc_id, "title": span["title"], "version": span["version"], "owner": owner}
         )
+    read_as = (record.get("understood") or {}).get("read_as") or record["query"]
+    question = record["query"] if read_as == record["query"] else f"{record['query']} ({read_as})"
     receipt = engines.audit_trail.feedback(
-        subject, data.request_id, data.kind, data.comment.strip(), record["query"], documents,
+        subject, data.request_id, data.kind, data.comment.strip(), question, documents,
         request_id_of(request.scope),
     )  # fmt: skip
     FEEDBACK_GIVEN.labels(kind=data.kind).inc()

@@ -43,6 +43,12 @@ function renderAnswer(answer, asOf) {
     }
   }
   if (asOf) box.append(element("p", `As of ${asOf}: the documents in force on that day.`, "scope"));
+  // How the question was read comes first: the answer is to that question.
+  if (answer.follows) {
+    box.append(element("p", `Read as a follow-up to "${answer.follows}": ${answer.read_as}`, "follow-up-read"));
+  } else if (answer.read_as) {
+    box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
+  }
   if (answer.refused) {
     box.append(element("h2", "The documents do not answer this question"));
     box.append(element("p", `Why: ${answer.refusal}.`, "reason"));
@@ -89,11 +95,7 @@ function renderAnswer(answer, asOf) {
   if (answer.unanswered_parts && answer.unanswered_parts.length) {
     box.append(element("p", `The documents found do not answer: ${answer.unanswered_parts.join("; ")}.`, "unanswered"));
   }
-  if (answer.follows) {
-    box.append(element("p", `Read as a follow-up to "${answer.follows}": ${answer.read_as}`, "meta follow-up-read"));
-  } else if (answer.read_as) {
-    box.append(element("p", `Read as: ${answer.read_as}`, "meta"));
-  }
+  box.append(feedbackForm(answer));
   if (!answer.refused) {
     box.append(answerTools(answer));
     const printed = element("ol", null, "print-only printed-sources");
@@ -125,6 +127,43 @@ function renderConflict(conflict, requestId) {
   box.append(list);
   box.append(element("p", conflict.precedence || "No rule decides which prevails: ask the documents' owners.", "precedence"));
   return box;
+}
+
+// A flag on the answer (wrong, unsafe, unhelpful) with a comment: audited with the
+// documents it cited, for the compliance office and the documents' owners.
+function feedbackForm(answer) {
+  const form = element("details", null, "feedback");
+  form.append(element("summary", "Flag this answer"));
+  const kinds = element("fieldset");
+  kinds.append(element("legend", "What is wrong with it?"));
+  [["wrong", "Wrong"], ["unsafe", "Unsafe"], ["unhelpful", "Unhelpful"]].forEach(([value, label], index) => {
+    const choice = element("label");
+    const radio = element("input");
+    Object.assign(radio, { type: "radio", name: `feedback-kind-${answer.request_id}`, value, checked: index === 0 });
+    choice.append(radio, ` ${label} `);
+    kinds.append(choice);
+  });
+  const comment = element("textarea");
+  Object.assign(comment, { rows: 2, cols: 60, maxLength: 2000, className: "feedback-comment" });
+  const commentLabel = element("label", "Comment (what should it have said?)");
+  commentLabel.append(element("br"), comment);
+  const send = element("button", "Send", "send-feedback");
+  send.type = "button";
+  const said = element("p", "", "meta");
+  said.setAttribute("role", "status");
+  send.addEventListener("click", async () => {
+    const kind = form.querySelector("input[type=radio]:checked").value;
+    send.disabled = true;
+    try {
+      const recorded = await api("POST", "/api/feedback", { request_id: answer.request_id, kind, comment: comment.value });
+      said.textContent = `Thank you: recorded for review (audit entry ${recorded.audit_entry}).`;
+    } catch (problem) {
+      said.textContent = `Not recorded: ${problem.message}`;
+      send.disabled = false;
+    }
+  });
+  form.append(kinds, commentLabel, send, said);
+  return form;
 }
 
 // The answer as text that keeps its sources: each sentence with its numbers, then each

@@ -175,6 +175,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("break-glass-uses").addEventListener("click", () => {
     document.getElementById("event-type").value = "break_glass_use"; search();
   });
+  document.getElementById("feedback-flags").addEventListener("click", () => {
+    document.getElementById("event-type").value = "feedback"; search();
+  });
   document.getElementById("verify-now").addEventListener("click", async () => {
     document.getElementById("verification").textContent = "verifying...";
     showVerification(await api("POST", "/api/audit/verify"));

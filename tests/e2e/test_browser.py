@@ -237,6 +237,50 @@ def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
     shot(page, "04f-as-of-a-past-day")
 
 
+def test_a_follow_up_a_reopened_answer_and_a_flag_seen_by_the_compliance_officer(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "What is the dose of glucagon for hypoglycaemia?")
+    page.click("#ask")
+    page.wait_for_selector("#answer .sentence")
+    first = page.inner_text("#answer")
+    assert page.is_visible("#conversation")
+    page.fill("#question", "and in liver disease?")
+    page.click("#ask")
+    page.wait_for_selector("#answer .follow-up-read")
+    answer = page.inner_text("#answer")
+    assert "Read as a follow-up to" in answer
+    assert "What is the dose of glucagon for hypoglycaemia in liver disease?" in answer
+    assert "less effective in patients with liver disease" in answer
+    shot(page, "04i-follow-up")
+    page.click("#answer .feedback summary")
+    page.check("#answer .feedback input[value=unsafe]")
+    page.fill("#answer .feedback-comment", "Should say what to give instead")
+    page.click("#answer .send-feedback")
+    page.locator("#answer .feedback [role=status]", has_text="recorded").wait_for()
+    shot(page, "04j-answer-flagged")
+    # the first question reopens its answer from the history, not asked again
+    page.locator("#history li", has_text="What is the dose of glucagon for hypoglycaemia?") \
+        .first.locator("button").first.click()
+    page.wait_for_selector("#answer .reopened")
+    reopened = page.inner_text("#answer")
+    assert "not asked again" in reopened and "glucagon 1 mg" in reopened
+    assert "glucagon 1 mg" in first
+    shot(page, "04k-reopened-from-history")
+    page.click("#new-conversation")
+    assert not page.is_visible("#conversation")
+    officer = sign_in(browser, server, "audit-ito")
+    officer.click("#compliance-link")
+    officer.wait_for_url(f"{server}/compliance")
+    officer.click("#feedback-flags")
+    row = officer.locator("#records tr", has_text="Should say what to give instead").first
+    row.wait_for()
+    flagged = row.inner_text()
+    assert "unsafe" in flagged and "owner diabetes-team" in flagged
+    shot(officer, "08c-flagged-answers")
+
+
 def test_on_a_phone_an_answer_fits_copies_with_its_sources_and_prints_clean(
     server: str, browser: object
 ) -> None:
