@@ -86,7 +86,16 @@ class FeedbackAccepted(TypedDict):
     audit_entry: int
 
 
+class SuccessorBody(TypedDict):
+    doc_id: str
+    title: str
+    version: str
+    effective_from: str
+
+
 class DocumentBody(TypedDict):
+    superseded_by_document: SuccessorBody | None
+    """The newer version by name, when the asker may read it."""
     doc_id: str
     title: str
     version: str

@@ -17,6 +17,7 @@ from prometheus_client import Counter
 
 from appliance.access.break_glass import MAX_DURATION, MAX_REASON_CHARS
 from appliance.access.guard import AccessDenied, NotFound
+from appliance.access.rules import Subject
 from appliance.audit_trail import shown_answer
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
@@ -34,6 +35,7 @@ from services.schemas import (
     GrantBody,
     MeBody,
     PastAnswerBody,
+    SuccessorBody,
 )
 from services.security import ERROR_RESPONSES, WELL_FORMED_ID, request_id_of
 from services.state import ServiceState
@@ -109,6 +111,7 @@ def document(
     )  # fmt: skip
     meta = record.metadata
     return {
+        "superseded_by_document": _successor(engines, subject, meta.superseded_by),
         "doc_id": doc_id,
         "title": meta.title,
         "version": meta.version,
@@ -116,6 +119,23 @@ def document(
         "effective_to": None if meta.effective_to is None else meta.effective_to.isoformat(),
         "superseded_by": meta.superseded_by,
         "text": text,
+    }
+
+
+def _successor(engines: Appliance, subject: Subject, doc_id: str | None) -> SuccessorBody | None:
+    """The version that replaced a document, named by title so that the reader can open
+    it; None when there is none or the asker may not read it (it then stays unnamed)."""
+    if doc_id is None:
+        return None
+    try:
+        newer = engines.guard.readable_document(subject, doc_id).metadata
+    except NotFound:
+        return None
+    return {
+        "doc_id": doc_id,
+        "title": newer.title,
+        "version": newer.version,
+        "effective_from": newer.effective_from.isoformat(),
     }
 
 

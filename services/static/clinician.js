@@ -5,7 +5,8 @@ let conversation = null; // the last answer of the conversation: a follow-up is 
 const opened = new Map(); // documents fetched for the answer on screen: each view is audited once
 
 function describe(span) {
-  const parts = [span.title, span.heading_path.join(" > ")];
+  const parts = [span.title];
+  if (span.heading_path.length) parts.push(span.heading_path.join(" > "));
   if (span.page) parts.push(`page ${span.page}`);
   parts.push(`version ${span.version}`, `effective ${span.effective_from}`);
   return parts.join(" | ");
@@ -204,6 +205,23 @@ function answerTools(answer) {
   return tools;
 }
 
+// A replaced document names its successor, which opens in the same pane (from its top).
+function supersededNote(doc) {
+  const note = element("p", "", "superseded");
+  const newer = doc.superseded_by_document;
+  if (!newer) {
+    note.textContent = "Superseded: a newer version has replaced this document.";
+    return note;
+  }
+  note.append("Superseded by ");
+  const open = element("button", `${newer.title} (version ${newer.version}, in force from ${newer.effective_from})`, "source-link newer-version");
+  open.type = "button";
+  open.addEventListener("click", () => showSource(
+    { ...newer, heading_path: [], page: null, start: 0, end: 0 }, "newer version", null));
+  note.append(open);
+  return note;
+}
+
 async function showSource(span, number, citedIn) {
   const pane = document.getElementById("source");
   let doc;
@@ -221,9 +239,7 @@ async function showSource(span, number, citedIn) {
   pane.replaceChildren();
   pane.append(element("h2", `[${number}] ${doc.title}`));
   pane.append(element("p", describe(span), "meta"));
-  if (doc.superseded_by) {
-    pane.append(element("p", `Superseded by ${doc.superseded_by}`, "superseded"));
-  }
+  if (doc.superseded_by) pane.append(supersededNote(doc));
   // Focusable so that a keyboard can scroll it; not live, so that a screen reader says
   // only the highlighted passage (below), never the whole document.
   const text = element("pre");

@@ -235,6 +235,14 @@ def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
     titles = [c.get_attribute("title") for c in page.locator("#answer .cite").all()]
     assert titles and all("version 4" not in (t or "") for t in titles)  # v4 came in 2025
     shot(page, "04f-as-of-a-past-day")
+    # the replaced version names its successor, which opens in the same pane
+    page.locator("#answer .cite", has=page.locator("text=1")).first.click()
+    newer = page.wait_for_selector("#source .newer-version")
+    assert "version 4" in newer.inner_text() and "in force from" in newer.inner_text()
+    newer.click()
+    page.locator("#source h2", has_text="newer version").wait_for()
+    assert "Superseded" not in page.inner_text("#source")
+    shot(page, "04l-superseded-names-its-successor")
 
 
 def test_a_follow_up_a_reopened_answer_and_a_flag_seen_by_the_compliance_officer(
