@@ -15,8 +15,8 @@ from joserfc.jwk import ECKey, KeySet
 from litestar.testing import TestClient
 
 from appliance.engines import Appliance
-from audit.cli import main as audit_main
 from appliance.settings import ServiceSettings
+from audit.cli import main as audit_main
 from services.accounts import LocalAccounts
 from services.app import create_app
 from tests.conftest import (
