@@ -74,23 +74,37 @@ function renderAnswer(answer, asOf) {
       box.append(short);
     }
     let number = 0;
-    const numbered = [];
-    for (const sentence of answer.sentences) {
-      const line = element("p", sentence.text, "sentence");
+    const citeButtons = (sentence, into) => {
       for (const span of sentence.citations) {
         number += 1;
         const cited = number; // each button keeps its own number
-        numbered.push(span);
         const button = element("button", String(cited), "cite");
         button.type = "button";
         button.title = describe(span);
         button.setAttribute("aria-label", `Citation ${cited}: ${describe(span)}`);
         button.addEventListener("click", () => showSource(span, cited, answer.request_id));
         button.addEventListener("mouseenter", () => showSource(span, cited, answer.request_id));
-        line.append(button);
+        into.append(button);
       }
+    };
+    // Rows of a table quoted one after another are shown as one table, each row with
+    // its citations in a last column.
+    let rows = [];
+    const flushRows = () => {
+      if (rows.length) box.append(answerTable(rows, citeButtons));
+      rows = [];
+    };
+    for (const sentence of answer.sentences) {
+      if (tableCells(sentence.text)) {
+        rows.push(sentence);
+        continue;
+      }
+      flushRows();
+      const line = element("p", sentence.text, "sentence");
+      citeButtons(sentence, line);
       box.append(line);
     }
+    flushRows();
   }
   for (const conflict of answer.conflicts || []) box.append(renderConflict(conflict, answer.request_id));
   if (answer.unanswered_parts && answer.unanswered_parts.length) {
@@ -108,6 +122,97 @@ function renderAnswer(answer, asOf) {
   details.append(element("summary", "How this answer was made"),
                  element("p", `Written by ${answer.generator}; each sentence checked against its source by ${answer.verifier}; audit entry ${answer.audit_entry}.`));
   box.append(details);
+}
+
+// The cells of a Markdown table row ("| a | b |"), or null for any other text.
+function tableCells(text) {
+  const row = text.trim();
+  if (!row.startsWith("|") || !row.endsWith("|") || row.length < 3) return null;
+  return row.slice(1, -1).split("|").map((cell) => cell.trim());
+}
+
+function isRule(cells) {
+  return cells.every((cell) => /^:?-{3,}:?$/.test(cell));
+}
+
+// A run of quoted table rows as a table: a first row with no figures, followed by
+// others, is the header the documents gave it.
+function answerTable(sentences, citeButtons) {
+  const table = element("table", null, "answer-table");
+  const width = Math.max(...sentences.map((s) => tableCells(s.text).length));
+  const header = sentences.length > 1 && !/\d/.test(sentences[0].text);
+  sentences.forEach((sentence, index) => {
+    const asHeader = header && index === 0;
+    const row = element("tr", null, "sentence");
+    const cells = tableCells(sentence.text);
+    for (let i = 0; i < width; i += 1) {
+      const cell = element(asHeader ? "th" : "td", cells[i] ?? "");
+      if (asHeader) cell.scope = "col";
+      row.append(cell);
+    }
+    const sources = element(asHeader ? "th" : "td", asHeader ? "Source" : null, "cites");
+    citeButtons(sentence, sources);
+    row.append(sources);
+    table.append(row);
+  });
+  return table;
+}
+
+// The document's text as the reader sees it: prose as written, Markdown tables as tables;
+// what the citation quotes is marked (in a table, the rows it covers).
+function documentView(text, span) {
+  const view = element("div", null, "document");
+  let prose = "";
+  let table = null;
+  let marked = null;
+  const flushProse = (end) => {
+    if (!prose) return;
+    const start = end - prose.length;
+    const from = Math.max(span.start, start);
+    const to = Math.min(span.end, end);
+    if (from < to || (span.start === span.end && start <= span.start && span.start < end)) {
+      view.append(document.createTextNode(prose.slice(0, from - start)));
+      const mark = element("mark", prose.slice(from - start, to - start));
+      if (!marked) { mark.id = "cited-span"; marked = mark; }
+      view.append(mark, document.createTextNode(prose.slice(to - start)));
+    } else {
+      view.append(document.createTextNode(prose));
+    }
+    prose = "";
+  };
+  let offset = 0;
+  for (const line of text.split("\n")) {
+    const start = offset;
+    const end = start + line.length;
+    offset = end + 1;
+    const cells = tableCells(line);
+    if (!cells) {
+      table = null;
+      prose += `${line}\n`;
+      continue;
+    }
+    flushProse(start);
+    if (!table) {
+      table = element("table", null, "document-table");
+      view.append(table);
+    }
+    if (isRule(cells)) continue;
+    const header = table.rows.length === 0;
+    const row = element("tr");
+    const cited = start < span.end && span.start < end;
+    for (const cell of cells) {
+      const box = element(header ? "th" : "td");
+      box.append(cited ? element("mark", cell) : document.createTextNode(cell));
+      row.append(box);
+    }
+    if (cited) {
+      row.classList.add("cited-row");
+      if (!marked) { row.id = "cited-span"; marked = row; }
+    }
+    table.append(row);
+  }
+  flushProse(offset);
+  return { view, marked };
 }
 
 // Documents that disagree about what the answer cites: each side with its standing and
@@ -242,15 +347,11 @@ async function showSource(span, number, citedIn) {
   if (doc.superseded_by) pane.append(supersededNote(doc));
   // Focusable so that a keyboard can scroll it; not live, so that a screen reader says
   // only the highlighted passage (below), never the whole document.
-  const text = element("pre");
-  text.tabIndex = 0;
-  text.setAttribute("aria-label", `${doc.title}, whole text`);
-  text.append(document.createTextNode(doc.text.slice(0, span.start)));
-  const mark = element("mark", doc.text.slice(span.start, span.end));
-  mark.id = "cited-span";
-  text.append(mark, document.createTextNode(doc.text.slice(span.end)));
-  pane.append(text);
-  mark.scrollIntoView({ block: "center" });
+  const { view, marked } = documentView(doc.text, span);
+  view.tabIndex = 0;
+  view.setAttribute("aria-label", `${doc.title}, whole text`);
+  pane.append(view);
+  if (marked) marked.scrollIntoView({ block: "center" });
   document.getElementById("source-status").textContent =
     `Source ${number}: ${doc.title}. Highlighted: ${doc.text.slice(span.start, span.end)}`;
 }

@@ -222,6 +222,29 @@ def test_enter_asks_once_and_shift_enter_starts_a_line(server: str, browser: obj
     assert "verifier" not in page.inner_text("#answer")  # model names wait behind the toggle
 
 
+def test_tables_are_shown_as_tables_in_the_answer_and_the_source(
+    server: str, browser: object
+) -> None:
+    page = sign_in(browser, server, "dr-okafor")
+    page.fill("#question", "What is the paediatric dose of amiodarone in cardiac arrest?")
+    page.click("#ask")
+    table = page.wait_for_selector("#answer table.answer-table")
+    headers = [h.inner_text() for h in table.query_selector_all("th")]
+    assert headers[:4] == ["Drug", "Dose", "Maximum", "Route"] and headers[-1].startswith("Source")
+    assert "|" not in page.inner_text("#answer")
+    row = page.locator("#answer table tr", has_text="Amiodarone")
+    assert [c.inner_text() for c in row.locator("td").all()][:4] == [
+        "Amiodarone", "5 mg/kg", "300 mg", "IV or IO",
+    ]  # fmt: skip
+    row.locator(".cite").click()
+    cited = page.wait_for_selector("#source table tr.cited-row")
+    assert "Amiodarone" in cited.inner_text() and "300 mg" in cited.inner_text()
+    source_table = page.locator("#source table", has=page.locator("tr.cited-row"))
+    assert source_table.locator("th").first.inner_text() == "Drug"
+    assert "|---" not in page.inner_text("#source")
+    shot(page, "04m-tables-as-tables")
+
+
 def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
     server: str, browser: object
 ) -> None:
@@ -237,7 +260,7 @@ def test_a_question_as_of_a_past_day_is_answered_from_what_was_in_force(
     shot(page, "04f-as-of-a-past-day")
     # the replaced version names its successor, which opens in the same pane
     page.locator("#answer .cite", has=page.locator("text=1")).first.click()
-    newer = page.wait_for_selector("#source .newer-version")
+    newer = page.locator("#source .newer-version")
     assert "version 4" in newer.inner_text() and "in force from" in newer.inner_text()
     newer.click()
     page.locator("#source h2", has_text="newer version").wait_for()
@@ -269,8 +292,9 @@ def test_a_follow_up_a_reopened_answer_and_a_flag_seen_by_the_compliance_officer
     page.locator("#answer .feedback [role=status]", has_text="recorded").wait_for()
     shot(page, "04j-answer-flagged")
     # the first question reopens its answer from the history, not asked again
-    page.locator("#history li", has_text="What is the dose of glucagon for hypoglycaemia?") \
-        .first.locator("button").first.click()
+    page.locator(
+        "#history li", has_text="What is the dose of glucagon for hypoglycaemia?"
+    ).first.locator("button").first.click()
     page.wait_for_selector("#answer .reopened")
     reopened = page.inner_text("#answer")
     assert "not asked again" in reopened and "glucagon 1 mg" in reopened
@@ -346,7 +370,7 @@ def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> 
     assert page.get_attribute("#source", "aria-live") is None
     heard = page.text_content("#source-status") or ""
     assert heard.startswith("Source 1: Hand Hygiene") and "Highlighted: " in heard
-    assert len(heard) < len(page.text_content("#source pre") or "")
+    assert len(heard) < len(page.text_content("#source .document") or "")
     officer = sign_in(browser, server, "audit-ito")
     officer.goto(f"{server}/compliance")
     officer.click("#search-button")
