@@ -189,6 +189,16 @@ class AuditTrail:
             request_id,
         )  # fmt: skip
 
+    def break_glass_reviewed(
+        self, officer: Subject, grant_id: int, note: str, request_id: str
+    ) -> Receipt:
+        """A compliance officer reviewed one emergency access (its reason and what it
+        showed), with their note."""
+        return self._log.append(
+            "break_glass_reviewed", officer.user_id, list(officer.roles),
+            {"grant_id": grant_id, "note": note}, request_id,
+        )  # fmt: skip
+
     # -- documents ----------------------------------------------------------------------
 
     def ingested(

@@ -148,18 +148,22 @@ class QueryPipeline:
         mode: RetrievalMode = "hybrid",
         rerank: bool = True,
         search_text: str | None = None,
+        shown: bool = True,
     ) -> SearchResult:
         """Candidates the asker may read, best first, each with every stage's score;
         recorded (question, filters, every candidate's scores and access) before returning.
         ``search_text`` is the question as the reader understood it (the question as
-        asked is what the record names, with the searched words beside it)."""
+        asked is what the record names, with the searched words beside it). ``shown``:
+        every candidate goes to the asker (a search); an answer shows only what it cites,
+        and reports its own emergency-access use."""
         searched = search_text if search_text and search_text != question.text else None
         result = self.search(
             searched or question.text, question.subject, top_k, question.search_filter, mode,
             rerank,
         )  # fmt: skip
         result.searched_as = searched
-        self._guard.report_break_glass_use(result.scope, result.candidates, question.request_id)
+        if shown:
+            self._guard.report_break_glass_use(result.scope, result.candidates, question.request_id)
         if self._recorder is not None:
             try:
                 self._recorder.question(question, result, mode)

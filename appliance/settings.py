@@ -269,6 +269,9 @@ class ServiceSettings(_Group):
     (``lexical.engine = "opensearch"``, ``vectors.engine = "qdrant"`` with a URL): the
     embedded stores admit one process. Sessions, sign-in limits and jobs are shared
     through the data directory."""
+    warm_up: bool = True
+    """Load and run every model once when the service starts; ``/ready`` says "warming
+    up" until that is done, so the first question after a restart is not the slow one."""
     secure_cookies: bool = True
     """Session and CSRF cookies only over HTTPS (browsers treat localhost as secure)."""
     session_hours: float = Field(8.0, gt=0, le=24)
@@ -304,6 +307,9 @@ class AuditSettings(_Group):
     """Sign a checkpoint at least every this many entries ..."""
     checkpoint_seconds: float = Field(60.0, gt=0)
     """... and at least this often while entries arrive."""
+    break_glass_review_days: int = Field(3, gt=0)
+    """An emergency access not reviewed this many days after it opened is an alert in
+    the compliance report."""
     witness_dir: Path | None = None
     """A directory on another mount or host that receives every checkpoint as it is made
     (``audit verify --witness``): cutting the end off the log then shows."""

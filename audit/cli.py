@@ -20,6 +20,7 @@ from audit.index import AuditIndex, Query
 from audit.log import AuditLog
 from audit.merkle import verify_inclusion
 from audit.reader import LogReader, exported
+from audit.report import PeriodReport, period_report
 from audit.store import PUBLIC_KEY_FILE
 from audit.verify import verify_log
 from audit.witness import read_witnessed
@@ -87,6 +88,21 @@ def _parser() -> argparse.ArgumentParser:
     feedback.add_argument("--owner", help="only answers citing documents this owner keeps")
     feedback.add_argument("--from", dest="since", type=_iso, help=_FROM)
     feedback.add_argument("--to", dest="until", type=_iso, help=_TO)
+
+    report = commands.add_parser(
+        "report", help="a period's activity, emergency accesses and alerts, to hand on"
+    )
+    report.add_argument("--from", dest="since", type=_iso, help=_FROM)
+    report.add_argument("--to", dest="until", type=_iso, help=_TO)
+    report.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    report.add_argument(
+        "--review-days", type=int, default=3,
+        help="an emergency access not reviewed after this many days is an alert (default 3)",
+    )  # fmt: skip
+    report.add_argument(
+        "--fail-on-alerts", action="store_true",
+        help="exit 1 when there is any alert (for a scheduled check)",
+    )  # fmt: skip
 
     commands.add_parser("reindex", help="rebuild the secondary index from the log")
     return parser
@@ -268,6 +284,64 @@ def _feedback(directory: Path, args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(directory: Path, args: argparse.Namespace) -> int:
+    """The period's report from the log alone (a copy handed to an auditor will do):
+    titles and departments are the service's to add, so here documents go by id."""
+    since, until = time_bound(args.since), time_bound(args.until, end=True)
+    in_period, reviews = [], []
+    for record in LogReader(directory).records():
+        entry = json.loads(record.entry)
+        if entry["type"] == "break_glass_reviewed":
+            reviews.append(entry)
+        if (since and entry["time"] < since) or (until and entry["time"] >= until):
+            continue
+        in_period.append(entry)
+    report = period_report(
+        in_period, args.since, args.until, reviews=reviews, review_days=args.review_days
+    )
+    if args.format == "csv":
+        sys.stdout.write(report.to_csv())
+    elif args.format == "json":
+        _print_json(report.to_dict())
+    else:
+        _print_report(report)
+    return 1 if args.fail_on_alerts and report.alerts else 0
+
+
+def _print_report(report: PeriodReport) -> None:
+    print(f"Audit report from {report.since or 'the start'} to {report.until or 'now'}")
+    print(
+        f"{report.entries} entries; refused answers {_rate(report.refusal_rate)}; "
+        f"flagged answers {_rate(report.flag_rate)}"
+    )
+    print("\nEvent types:")
+    for kind, count in report.by_type.items():
+        print(f"  {kind:<22} {count:>7}")
+    print("\nUsers (questions / answered / refused / flagged / opened / emergency):")
+    for user, a in report.by_user.items():
+        print(
+            f"  {user:<22} {a.questions:>5} {a.answered:>5} {a.refused:>5} {a.flagged:>5} "
+            f"{a.documents_opened:>5} {a.emergency_accesses:>5}"
+        )
+    print("\nEmergency access:")
+    for grant in report.emergency_access:
+        reviewed = f"reviewed by {grant.reviewed_by}" if grant.reviewed_by else "NOT REVIEWED"
+        print(
+            f"  {grant.grant_id:>4} {grant.opened_at} {grant.user} patient "
+            f"{grant.patient_id or '-'}: {grant.reason} ({grant.passages_shown} passages "
+            f"shown; {reviewed})"
+        )
+    if not report.emergency_access:
+        print("  none")
+    print(f"\nAlerts ({len(report.alerts)}):")
+    for alert in report.alerts or ["none"]:
+        print(f"  {alert}")
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def _reindex(directory: Path, _args: argparse.Namespace) -> int:
     with AuditLog(directory) as log:
         index = AuditIndex(log)
@@ -282,6 +356,7 @@ def _print_json(value: object) -> None:
 
 _COMMANDS = {
     "feedback": _feedback,
+    "report": _report,
     "verify": _verify,
     "prove": _prove,
     "checkpoint": _checkpoint,

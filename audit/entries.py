@@ -20,6 +20,7 @@ EVENT_TYPES = {
     "break_glass_granted": ("grant_id", "reason"),
     "break_glass_use": ("grant_id", "chunk_ids"),
     "break_glass_ended": ("grant_id",),
+    "break_glass_reviewed": ("grant_id", "note"),
     "access_mismatch": ("chunk_id",),
     "audit_review": ("action",),
     "sign_in": ("method",),

@@ -42,6 +42,13 @@ class Query:
     chunk_id: str | None = None
     limit: int = 100
     request_id: str | None = None
+    doc_ids: tuple[str, ...] = ()
+    """More documents, any of which an entry may name (a search by title finds several)."""
+    offset: int = 0
+    newest_first: bool = False
+    ignore_case: bool = False
+    """User and document matched whatever their case (the compliance search); a person's
+    own history matches exactly."""
 
 
 class AuditIndex:
@@ -81,34 +88,56 @@ class AuditIndex:
         return self.catch_up()
 
     def positions(self, query: Query) -> list[int]:
+        """The entries that match, oldest first (or newest first), from ``query.offset``."""
         self.catch_up()
-        clauses, values = [], []
-        for column, value in (
-            ("e.user", query.user),
-            ("e.type", query.event_type),
-            ("e.request_id", query.request_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                values.append(value)
-        if query.since is not None:
-            clauses.append("e.time >= ?")
-            values.append(time_bound(query.since))
-        if query.until is not None:
-            clauses.append("e.time < ?")
-            values.append(time_bound(query.until, end=True))
-        for kind, value in (("doc", query.doc_id), ("chunk", query.chunk_id)):
-            if value is not None:
-                clauses.append(
-                    "e.position IN (SELECT position FROM refs WHERE kind = ? AND ref = ?)"
-                )
-                values += [kind, value]
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, values = _where(query)
+        order = "DESC" if query.newest_first else "ASC"
         rows = self._db.execute(
-            f"SELECT e.position FROM entries e {where} ORDER BY e.position LIMIT ?",
-            [*values, query.limit],
+            f"SELECT e.position FROM entries e {where} ORDER BY e.position {order} "
+            "LIMIT ? OFFSET ?",
+            [*values, query.limit, max(0, query.offset)],
         )
         return [row[0] for row in rows]
 
+    def count(self, query: Query) -> int:
+        """How many entries match, whatever the limit: the total a page of them is from."""
+        self.catch_up()
+        where, values = _where(query)
+        (total,) = self._db.execute(f"SELECT COUNT(*) FROM entries e {where}", values).fetchone()
+        return int(total)
+
     def close(self) -> None:
         self._db.close()
+
+
+def _where(query: Query) -> tuple[str, list[object]]:
+    """The query as one SQL ``WHERE`` clause and its parameters (never its text)."""
+    collate = " COLLATE NOCASE" if query.ignore_case else ""
+    clauses: list[str] = []
+    values: list[object] = []
+    for column, value, folds in (
+        ("e.user", query.user, True),
+        ("e.type", query.event_type, False),
+        ("e.request_id", query.request_id, False),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?{collate if folds else ''}")
+            values.append(value)
+    if query.since is not None:
+        clauses.append("e.time >= ?")
+        values.append(time_bound(query.since))
+    if query.until is not None:
+        clauses.append("e.time < ?")
+        values.append(time_bound(query.until, end=True))
+    documents = [d for d in (query.doc_id, *query.doc_ids) if d is not None]
+    if documents:
+        marks = ", ".join("?" * len(documents))
+        clauses.append(
+            "e.position IN (SELECT position FROM refs "
+            f"WHERE kind = 'doc' AND ref{collate} IN ({marks}))"
+        )
+        values += documents
+    if query.chunk_id is not None:
+        clauses.append("e.position IN (SELECT position FROM refs WHERE kind = 'chunk' AND ref = ?)")
+        values.append(query.chunk_id)
+    return (f"WHERE {' AND '.join(clauses)}" if clauses else ""), values

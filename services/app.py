@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -134,6 +135,10 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
             )
         if single_process_reason(settings) is not None:  # the operator's commands come here
             state.store_owner = claim(settings.data_dir, local_url(service_settings))
+        if service_settings.warm_up:
+            threading.Thread(target=state.warm_up, name="warm-up", daemon=True).start()
+        else:
+            state.warmed.set()
         try:
             yield
         finally:

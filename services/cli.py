@@ -14,6 +14,8 @@ from appliance.index.stores import single_process_reason
 from appliance.settings import Settings
 from services.accounts import AccountError, LocalAccounts
 from services.app import create_app, uvicorn_options
+from services.sessions import SessionStore
+from services.shared import shared_database
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 accounts_app = typer.Typer(no_args_is_help=True, help="Local accounts (Argon2id hashes).")
@@ -86,6 +88,13 @@ def remove(user: str) -> None:
     if not _accounts().remove(user):
         raise fail(f"no account {user!r}")
     console.print(f"removed the account of {user}")
+
+
+@accounts_app.command("sign-out-everyone")
+def sign_out_everyone() -> None:
+    """End every session now (sessions otherwise outlive a restart of the service)."""
+    ended = SessionStore(shared_database(Settings().data_dir), lifetime_seconds=0).clear()
+    console.print(f"ended {ended} session(s); everyone signs in again")
 
 
 @app.command()

@@ -105,8 +105,7 @@ def clinician_page(request: Request) -> Response[Any]:
     return _page("clinician.html")
 
 
-@get("/compliance", sync_to_thread=True, include_in_schema=False)
-def compliance_page(request: Request) -> Response[Any]:
+def _officer_page(request: Request, name: str) -> Response[Any]:
     """Signed out: to the sign-in page. Signed in without the right: as if there were no
     such page (a page one may not see is not advertised)."""
     state = service_state(request)
@@ -115,7 +114,26 @@ def compliance_page(request: Request) -> Response[Any]:
         return Redirect("/login")
     if not state.appliance.guard.decide_system(subject, "review-audit").allowed:
         raise NotFoundException()
-    return _page("compliance.html")
+    return _page(name)
 
 
-PAGE_HANDLERS = [login, logout, home, login_page, clinician_page, compliance_page]
+@get("/compliance", sync_to_thread=True, include_in_schema=False)
+def compliance_page(request: Request) -> Response[Any]:
+    return _officer_page(request, "compliance.html")
+
+
+@get("/compliance/report", sync_to_thread=True, include_in_schema=False)
+def report_page(request: Request) -> Response[Any]:
+    """A period's report, printable, with charts."""
+    return _officer_page(request, "report.html")
+
+
+PAGE_HANDLERS = [
+    login,
+    logout,
+    home,
+    login_page,
+    clinician_page,
+    compliance_page,
+    report_page,
+]

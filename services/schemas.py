@@ -81,6 +81,11 @@ class PastAnswerBody(AnswerBody):
     """Sentences not shown again: the asker may no longer read their sources."""
 
 
+class ReviewAccepted(TypedDict):
+    recorded: bool
+    audit_entry: int
+
+
 class FeedbackAccepted(TypedDict):
     recorded: bool
     audit_entry: int
@@ -163,16 +168,32 @@ class AuditRow(TypedDict):
     summary: str
 
 
+class AuditPageBody(TypedDict):
+    total: int
+    offset: int
+    limit: int
+    rows: list[AuditRow]
+
+
 class ProofBody(TypedDict):
     tree_size: int
     root: str
     path: list[str]
 
 
+class PassageBody(TypedDict):
+    doc_id: str
+    title: str
+    version: str
+    section: str
+    text: str
+
+
 class AuditRecordBody(TypedDict):
     entry: int
     record: dict[str, Any]
     related: list[dict[str, Any]]
+    passages: dict[str, PassageBody]
     proof: ProofBody
 
 

@@ -13,9 +13,9 @@
   does not buy more guesses.
 
 Sessions and failed sign-ins live in the file every worker process shares
-(``services.shared``); the service empties the sessions when it starts, so a restart
-signs everybody out, which is the safe way round for an appliance that holds patient
-documents.
+(``services.shared``), so a session holds in every worker and survives a restart of the
+service (an upgrade does not sign a ward out); it still ends at its own time, on sign-out,
+when its account changes, or for everyone at once by the administrator's command.
 """
 
 from __future__ import annotations
@@ -75,10 +75,11 @@ class SessionStore:
         self._lifetime = lifetime_seconds
         self._clock = clock
 
-    def clear(self) -> None:
-        """Everybody signed out (the service starting)."""
+    def clear(self) -> int:
+        """Everybody signed out (``appliance-web accounts sign-out-everyone``); how many
+        sessions ended."""
         with self._database.writing() as db:
-            db.execute("DELETE FROM sessions")
+            return int(db.execute("DELETE FROM sessions").rowcount)
 
     def start(self, user_id: str, account_stamp: str) -> Session:
         session = Session(

@@ -5,8 +5,7 @@ worker processes; a session opened by one must hold in another, and a job starte
 must be readable from all.
 
 Session ids are stored as their SHA-256, so the file holds nothing a browser could
-present. The service empties the sessions when it starts: a restart still signs
-everybody out, the safe way round for an appliance that holds patient documents.
+present. Sessions outlive a restart; each still ends at its own time.
 """
 
 from __future__ import annotations
@@ -70,6 +69,11 @@ class SharedDatabase:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+
+def shared_database(data_dir: Path) -> SharedDatabase:
+    """The data directory's shared file, where every worker and command finds it."""
+    return SharedDatabase(data_dir / "services" / "shared.sqlite3")
 
 
 class SharedStore(Store):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -15,11 +16,14 @@ from pathlib import Path
 from appliance.engines import Appliance
 from appliance.owner import StoreOwner
 from appliance.settings import ServiceSettings
+from appliance.warm_up import warm_up
 from services.accounts import LocalAccounts
 from services.fair_lock import FairLock
 from services.identity import TokenValidator
 from services.sessions import SessionCookies, SessionStore, SignInThrottle
-from services.shared import SharedDatabase, load_job, save_job
+from services.shared import load_job, save_job, shared_database
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -48,9 +52,11 @@ class ServiceState:
         settings = settings or appliance.settings.services
         self.accounts = LocalAccounts(appliance.settings.access_dir / "accounts.json")
         lifetime = int(settings.session_hours * 3600)
-        self.shared = SharedDatabase(appliance.settings.data_dir / "services" / "shared.sqlite3")
+        self.shared = shared_database(appliance.settings.data_dir)
+        # Sessions outlive a restart (and a worker that starts after another): each ends
+        # at its own time, on sign-out, or when its account's password or removal
+        # changes its stamp; 'appliance-web accounts sign-out-everyone' ends them all.
         self.sessions = SessionStore(self.shared, lifetime)
-        self.sessions.clear()  # a service that starts signs everybody out
         self.cookies = SessionCookies(settings.secure_cookies, lifetime)
         self.sign_in_throttle = SignInThrottle(self.shared, settings.login_per_minute)
         self.tokens = (
@@ -65,10 +71,24 @@ class ServiceState:
         self.jobs: dict[str, IngestJob] = {}
         self.stopping = threading.Event()
         """Set when the service shuts down: ingestion jobs stop before their next document."""
+        self.warmed = threading.Event()
+        """Set once the models are loaded and have run once (``appliance.warm_up``)."""
         self.last_verification: Verification | None = None
         self.store_owner: StoreOwner | None = None
         """Set while this service holds the embedded stores for the operator's commands."""
         self.uploads_dir: Path = appliance.settings.data_dir / "uploads"
+
+    def warm_up(self) -> None:
+        """Load and run every model once, holding the engines (a question that comes
+        meanwhile waits for it, as it would have waited to load them itself)."""
+        try:
+            with self.engine_lock:
+                timings = warm_up(self.appliance)
+            log.info("warm-up done in %.1f s: %s", sum(timings.values()), timings)
+        except Exception:  # the first question then loads what is missing
+            log.exception("warm-up failed; the first question will load the models")
+        finally:
+            self.warmed.set()
 
     def new_job(self, user_id: str, files: list[str]) -> IngestJob:
         job = IngestJob(str(uuid.uuid4()), user_id, files)

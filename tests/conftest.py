@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,8 @@ def wait_until_answers(url: str, attempts: int = 600, pause: float = 0.2) -> Non
             if httpx.get(url, timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
-            time.sleep(pause)
+            pass
+        time.sleep(pause)
 
 
 def fresh_sign_in_minute(app: object) -> None:
@@ -83,6 +85,19 @@ def fresh_sign_in_minute(app: object) -> None:
     with app.state.service.shared.writing() as shared:  # type: ignore[attr-defined]
         shared.execute("DELETE FROM rate_windows")
         shared.execute("DELETE FROM sign_in_failures")
+
+
+def readiness(client: Any, headers: dict[str, str] | None = None) -> Any:
+    """``/ready`` once the service has warmed up (it says "warming up" until its models
+    have run once); the response, whatever it then says."""
+    import time
+
+    for _ in range(600):
+        response = client.get("/ready", headers=headers or {})
+        if response.status_code != 503 or response.json().get("status") != "warming up":
+            return response
+        time.sleep(0.2)
+    raise AssertionError("the service was still warming up after 120 s")
 
 
 def make_settings(data_dir: Path, **overrides: object) -> Settings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -105,6 +105,7 @@ class AnswerPipeline:
         answer = _Answering(
             self._recorder, self._generator.name, self._verifier.name, asked, understood,
             trace, closest=tuple(_source(c.chunk) for c in found.candidates[:3]),
+            shown=lambda shown: self._report_break_glass_use(found, shown),
         )  # fmt: skip
 
         admitted = self._gates.before_generation(
@@ -154,10 +155,21 @@ class AnswerPipeline:
         (what it asks, what is searched, each part: a passage is as relevant as it is to
         the reading it answers best); and each candidate's relevance."""
         found = self._query.run_question(
-            question, self._gates.context_passages, search_text=understood.search_text
-        )
+            question, self._gates.context_passages, search_text=understood.search_text,
+            shown=False,
+        )  # fmt: skip
         vectors = self._reading_vectors(understood, found.question_vector)
         return found, vectors, self._gates.relevance(vectors, found.candidates)
+
+    def _report_break_glass_use(self, found: SearchResult, answer: Answer) -> None:
+        """Emergency access opened what the asker was shown (the passages cited, or the
+        closest sources offered with a refusal), not every passage the search found."""
+        shown = {span.chunk_id for s in answer.sentences for span in s.spans}
+        shown |= {source.chunk_id for source in answer.closest_sources}
+        self._guard.report_break_glass_use(
+            found.scope, [c for c in found.candidates if c.chunk.chunk_id in shown],
+            answer.request_id,
+        )  # fmt: skip
 
     def _reading_vectors(
         self, understood: UnderstoodQuestion, searched: np.ndarray | None
@@ -269,6 +281,8 @@ class _Answering:
     understood: UnderstoodQuestion
     trace: dict[str, object]
     closest: tuple[Source, ...]
+    shown: Callable[[Answer], None] | None = None
+    """Told what the asker was shown, once it is recorded."""
 
     def refused(self, refusal: Refusal) -> Answer:
         return self._record((), refusal, self.closest)
@@ -307,7 +321,10 @@ class _Answering:
             raise NotRecorded(
                 f"the answer could not be written to the audit log: {error}"
             ) from error
-        return dataclasses.replace(answer, audit_entry=receipt.position)
+        answer = dataclasses.replace(answer, audit_entry=receipt.position)
+        if self.shown is not None:
+            self.shown(answer)
+        return answer
 
 
 def _source(chunk: Chunk) -> Source:

@@ -68,13 +68,15 @@ class CitationChecker:
         if located is None:
             check["verdict"] = "quote not found in the cited chunk"
             return None
-        if normalise(located.text) == normalise(sentence.text):
+        quoted = normalise(located.text) == normalise(sentence.text)
+        if quoted:
             # A sentence that is its own quote, verbatim, is supported by definition.
             entailment = Entailment(1.0, True, ("the sentence is the quoted span, verbatim",))
         else:
             entailment = self._verifier.check(located.text, sentence.text)
         check.update(
             verdict="supported" if entailment.entailed else "not entailed",
+            support="quoted" if quoted else "entailed" if entailment.entailed else "none",
             score=round(entailment.score, 4),
             reasons=list(entailment.reasons),
         )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from litestar import Response, get
 
-from services.routes.layers import Engines
+from services.routes.layers import Engines, Service
 from services.schemas import HealthBody, ReadyBody
 from services.security import ERROR_RESPONSES
 
@@ -19,10 +19,13 @@ def health() -> HealthBody:
 
 
 @get("/ready", sync_to_thread=True, summary="The engines answer", responses=ERROR_RESPONSES)
-def ready(engines: Engines) -> Response[ReadyBody]:
+def ready(service: Service, engines: Engines) -> Response[ReadyBody]:
     """Each store asked in turn; a failure to open or read one, or a store that does not
     hold what the catalog vouches for (a server that lost its index), is the answer here
-    (503, naming the store), not an error."""
+    (503, naming the store), not an error. Until the models have warmed up, 503 too:
+    a load balancer sends no clinician to a process that would make them wait."""
+    if not service.warmed.is_set():
+        return Response({"status": "warming up", "error": "loading the models"}, status_code=503)
     counts: dict[str, int] = {}
     probes: dict[str, Callable[[], int]] = {
         "lexical": lambda: engines.lexical.count(),

@@ -14,23 +14,29 @@ function query() {
   const until = document.getElementById("until").value;
   if (since) params.set("since", dayStart(since));
   if (until) params.set("until", dayStart(until, 1));
-  for (const [name, id] of [["user", "user"], ["event_type", "event-type"], ["doc_id", "doc"]]) {
+  for (const [name, id] of [["user", "user"], ["event_type", "event-type"], ["document", "doc"]]) {
     const value = document.getElementById(id).value.trim();
     if (value) params.set(name, value);
   }
   return params;
 }
 
-async function search() {
+const PAGE_SIZE = 50;
+let shownFrom = 0;
+
+async function search(from = 0) {
   const error = document.getElementById("search-error");
   error.textContent = "";
   const params = query();
-  let rows;
-  try { rows = await api("GET", `/api/audit/records?${params}`); }
+  params.set("offset", String(from));
+  params.set("limit", String(PAGE_SIZE));
+  let page;
+  try { page = await api("GET", `/api/audit/records?${params}`); }
   catch (problem) { error.textContent = problem.message; return; }
+  shownFrom = page.offset;
   const body = document.getElementById("records");
   body.replaceChildren();
-  for (const row of rows) {
+  for (const row of page.rows) {
     const line = element("tr");
     const open = element("button", String(row.entry), "link");
     open.type = "button";
@@ -41,29 +47,86 @@ async function search() {
                 element("td", row.user), element("td", row.summary));
     body.append(line);
   }
+  const last = page.offset + page.rows.length;
+  document.getElementById("page-note").textContent = page.total
+    ? `Showing ${page.offset + 1}-${last} of ${page.total} entries, newest first`
+    : "No entries match.";
+  document.getElementById("newer").disabled = page.offset === 0;
+  document.getElementById("older").disabled = last >= page.total;
 }
 
-function scoreText(scores) {
-  return Object.entries(scores || {}).map(([k, v]) => `${k} ${Number(v).toFixed(3)}`).join(", ");
-}
+const RETRIEVERS = {
+  lexical: "keyword search (BM25)",
+  dense: "meaning search (vectors)",
+  graph: "knowledge graph",
+};
 
-function candidatesTable(candidates) {
-  const table = element("table");
-  const head = element("tr");
-  for (const title of ["Rank", "Chunk", "Access", "Retrievers", "Fused", "Rerank stages"]) {
-    head.append(element("th", title));
+// What each score says, in words: the numbers stay, beside what they measure.
+function whyFound(c) {
+  const found = Object.entries(c.retrievers || {})
+    .map(([name, hit]) => `${RETRIEVERS[name] || name} ranked it ${hit.rank}`);
+  const parts = found.length ? [`${found.join(" and ")}.`] : [];
+  if (c.fused !== undefined) {
+    parts.push(`Reciprocal rank fusion ${Number(c.fused).toFixed(4)} (higher when more searches rank it near the top).`);
   }
+  const stages = c.stages || {};
+  if ("cross_encoder" in stages) {
+    parts.push(`Cross-encoder ${Number(stages.cross_encoder).toFixed(3)} (how well the passage answers the question).`);
+  }
+  if ("cage" in stages) {
+    parts.push(`Coherence reranker ${Number(stages.cage).toFixed(3)} (how well it fits with the other passages).`);
+  }
+  if ("cosine" in stages) {
+    parts.push(`Of which: closeness in meaning to the question ${Number(stages.cosine).toFixed(3)}`);
+    if ("cage_coherence" in stages) parts.push(`and agreement with the other passages ${Number(stages.cage_coherence).toFixed(3)}.`);
+  }
+  if ("chain" in stages) parts.push(`Place ${Number(stages.chain) + 1} in the title-and-entity chain.`);
+  const explained = ["cross_encoder", "cage", "chain", "cosine", "cage_coherence"];
+  for (const [name, value] of Object.entries(stages)) {
+    if (!explained.includes(name)) parts.push(`${name} ${Number(value).toFixed(3)}.`);
+  }
+  return parts.join(" ");
+}
+
+// A passage as the officer needs it: its document, section and words, with its hash.
+function passageCell(chunkId, passages) {
+  const cell = element("td");
+  const passage = passages[chunkId];
+  if (!passage) {
+    cell.append(element("span", "no longer in the index", "meta"));
+  } else {
+    cell.append(element("strong", `${passage.title} v${passage.version}`));
+    if (passage.section) cell.append(element("div", passage.section, "meta"));
+    const words = element("details", null, "passage");
+    words.append(element("summary", "Text"), element("p", passage.text));
+    cell.append(words);
+  }
+  cell.append(element("div", chunkId, "meta hash"));
+  return cell;
+}
+
+function candidatesTable(candidates, passages) {
+  const table = element("table", null, "candidates");
+  const head = element("tr");
+  for (const title of ["Rank", "Passage", "Access", "Why it was found"]) head.append(element("th", title));
   table.append(head);
   candidates.forEach((c, n) => {
     const row = element("tr");
-    const retrievers = Object.entries(c.retrievers || {})
-      .map(([name, hit]) => `${name} #${hit.rank} (${Number(hit.score).toFixed(3)})`).join(", ");
-    row.append(element("td", String(n + 1)), element("td", c.chunk_id), element("td", c.access || ""),
-               element("td", retrievers), element("td", c.fused === undefined ? "" : Number(c.fused).toFixed(4)),
-               element("td", scoreText(c.stages)));
+    row.append(element("td", String(n + 1)), passageCell(c.chunk_id, passages),
+               element("td", c.access || ""), element("td", whyFound(c)));
     table.append(row);
   });
   return table;
+}
+
+// A citation check as what it is: the sentence is the passage's own words (quoted), or
+// the verifier found the passage implies it (entailed), or it failed.
+function checkText(check) {
+  const support = check.support
+    || ((check.reasons || []).some((r) => r.includes("verbatim")) ? "quoted" : check.verdict === "supported" ? "entailed" : "none");
+  if (support === "quoted") return "quoted: the sentence is the passage's own words";
+  if (support === "entailed") return `entailed: the verifier found the passage implies it (score ${check.score})`;
+  return `not kept: ${check.verdict}${check.scope ? ` (${check.scope})` : ""}`;
 }
 
 // The export of the chosen days, with proofs; an empty range is said, not downloaded.
@@ -110,7 +173,7 @@ async function showRecord(position) {
     if (details.query) part.append(element("p", `Asked: ${details.query}`));
     if (entry.type === "question") {
       part.append(element("p", `Policy version ${details.policy_version}; models ${JSON.stringify(details.models)}`, "meta"));
-      part.append(candidatesTable(details.candidates || []));
+      part.append(candidatesTable(details.candidates || [], data.passages));
     }
     if (entry.type === "answer") {
       const short = details.decision ? ` (in short: ${details.decision})` : "";
@@ -122,7 +185,9 @@ async function showRecord(position) {
         part.append(element("p", `"${sentence.text}" cites ${cited}`));
       }
       for (const check of details.checks || []) {
-        part.append(element("p", `Check: ${check.verdict} - ${check.sentence}`, check.verdict === "supported" ? "ok" : "bad"));
+        const passage = data.passages[check.chunk_id];
+        const where = passage ? ` (${passage.title} v${passage.version})` : "";
+        part.append(element("p", `"${check.sentence}"${where}: ${checkText(check)}`, check.verdict === "supported" ? "ok check" : "bad check"));
       }
     }
     const raw = element("details");
@@ -168,6 +233,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   const me = await api("GET", "/api/me");
   document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
   document.getElementById("search").addEventListener("submit", (event) => { event.preventDefault(); search(); });
+  document.getElementById("newer").addEventListener("click", () => search(Math.max(0, shownFrom - PAGE_SIZE)));
+  document.getElementById("older").addEventListener("click", () => search(shownFrom + PAGE_SIZE));
   document.getElementById("export").addEventListener("click", exportRange);
   document.getElementById("policy-changes").addEventListener("click", () => {
     document.getElementById("event-type").value = "policy_change"; search();

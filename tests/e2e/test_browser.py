@@ -341,8 +341,8 @@ def test_on_a_phone_an_answer_fits_copies_with_its_sources_and_prints_clean(
 
 def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> None:
     """axe-core (WCAG 2.1 A and AA rules) on the sign-in page, the clinician page with an
-    answer and its source open, and the compliance page with a record open: nothing
-    serious or critical."""
+    answer and its source open, the compliance page with a record open and the period
+    report: nothing serious or critical."""
     axe = (resources.files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
 
     def serious(page: object) -> list[str]:
@@ -377,6 +377,9 @@ def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> 
     officer.locator("#records tr button").first.click()
     officer.wait_for_selector("#record:not(.hidden)")
     assert serious(officer) == []
+    officer.goto(f"{server}/compliance/report")
+    officer.wait_for_selector("#report:not(.hidden)")
+    assert serious(officer) == []
 
 
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
@@ -400,18 +403,26 @@ def test_a_compliance_officer_finds_the_question_and_checks_the_log(
     officer = sign_in(browser, server, "audit-ito")
     officer.click("#compliance-link")
     officer.wait_for_url(f"{server}/compliance")
-    officer.fill("#user", "dr-okafor")
+    officer.fill("#user", "DR-OKAFOR")  # any case
     officer.select_option("#event-type", "question")
     officer.click("#search-button")
     row = officer.locator("#records tr", has_text="alteplase").first
     row.wait_for()
+    assert re.match(r"Showing 1-\d+ of \d+ entries, newest first", officer.inner_text("#page-note"))
     shot(officer, "06-audit-search")
     row.locator("button").click()
     officer.wait_for_selector("#record:not(.hidden)")
     record = officer.inner_text("#record")
     assert "Asked: What is the alteplase dose for stroke?" in record
     assert "Answered" in record and "Policy version" in record
-    assert re.search(r"stroke-thrombolysis@", record)
+    assert re.search(r"stroke-thrombolysis@", record)  # the passage's hash ...
+    first = officer.locator("#record .candidates tr").nth(1)
+    assert "Stroke" in first.locator("strong").inner_text()  # ... beside its document
+    first.locator("details summary").click()
+    assert "alteplase" in first.locator("details p").inner_text().lower()  # and its words
+    assert "ranked it" in first.inner_text() and "Reciprocal rank fusion" in first.inner_text()
+    checks = officer.locator("#record p.check").all_inner_texts()
+    assert checks and all(": quoted: " in c or ": entailed: " in c for c in checks)
     shot(officer, "07-audit-record")
     officer.click("#verify-now")
     officer.wait_for_selector("#verification.ok")
@@ -448,3 +459,42 @@ def test_the_to_day_of_a_range_counts_whole_and_an_empty_export_says_so(
     officer.fill("#until", "2001-01-02")
     officer.click("#export")
     officer.locator("#export-note", has_text="No entries in these days").wait_for()
+
+
+def test_a_period_report_with_an_emergency_access_reviewed_on_the_page(
+    server: str, browser: object
+) -> None:
+    clinician = sign_in(browser, server, "dr-okafor")
+    clinician.fill("#break-glass-patient", "P-10234")
+    clinician.fill("#break-glass-reason", "collapsed in ED, anticoagulant history needed now")
+    clinician.click("#break-glass-start")
+    clinician.wait_for_selector("#break-glass-banner:not(.hidden)")
+    clinician.fill("#question", "What allergies does patient P-10234 have?")
+    clinician.click("#ask")
+    clinician.wait_for_selector("#answer .sentence, #answer .refusal")
+    clinician.click("#break-glass-end")
+    clinician.wait_for_selector("#break-glass-banner.hidden", state="attached")
+    officer = sign_in(browser, server, "audit-ito")
+    officer.goto(f"{server}/compliance")
+    officer.click("text=Period report")
+    officer.wait_for_url(f"{server}/compliance/report")
+    row = officer.locator("#emergency tr", has_text="anticoagulant history needed now")
+    row.wait_for()
+    assert "not reviewed" in row.inner_text() and "dr-okafor" in row.inner_text()
+    assert row.locator("td").nth(5).inner_text() != "0"  # what the grant showed is counted
+    assert officer.locator("#by-type .bar-row", has_text="question").count() == 1
+    assert officer.locator("#by-user tr", has_text="dr-okafor").count() == 1
+    assert "Refused answers:" in officer.inner_text("#totals")
+    shot(officer, "08d-period-report")
+    with officer.expect_download() as download:
+        officer.click("#download-csv")
+    rows = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "section,name,measure,value" and any("emergency access" in r for r in rows)
+    row.locator(".review-note").fill("reason matches the ED record")
+    row.locator("button.review").click()
+    reviewed = officer.locator("#emergency tr", has_text="anticoagulant history needed now")
+    reviewed.locator("text=reviewed by audit-ito").wait_for()
+    assert "reason matches the ED record" in reviewed.inner_text()
+    officer.emulate_media(media="print")
+    assert not officer.is_visible("#period") and officer.is_visible("#by-type")
+    shot(officer, "08e-period-report-printed")

@@ -188,6 +188,18 @@ def test_break_the_glass_opens_patient_records_flags_every_use_and_ends(
         assert {c["chunk_id"] for c in asked["candidates"] if "break-the-glass" in c["access"]} == {
             c.chunk.chunk_id for c in flagged
         }
+        # An answer reports what it showed (cited, or offered with a refusal), not every
+        # passage its search found.
+        answer = sample_appliance.answers.ask(
+            "What allergies does patient P-10234 have?", CLINICIAN_ED
+        )
+        shown = {span.chunk_id for s in answer.sentences for span in s.spans}
+        shown |= {source.chunk_id for source in answer.closest_sources}
+        last_use = audit_entries(sample_appliance.settings.data_dir, "break_glass_use")[-1]
+        assert last_use["request_id"] == answer.request_id
+        opened = set(last_use["details"]["chunk_ids"])
+        assert opened and opened <= shown & {c.chunk.chunk_id for c in flagged}
+        assert len(opened) < len(flagged)  # the care plan's other sections were not shown
     finally:
         assert sample_appliance.guard.end_break_glass(CLINICIAN_ED)
     after = sample_appliance.query.run(question, CLINICIAN_ED, 10).candidates

@@ -27,6 +27,7 @@ from tests.conftest import (
     audit_entries,
     fresh_sign_in_minute,
     make_settings,
+    readiness,
 )
 
 PASSWORD = "correct horse battery"
@@ -499,7 +500,7 @@ def test_metrics_and_readiness_answer_only_the_configured_scraper(
         assert outsider.get("/metrics").status_code == 404
         assert outsider.get("/ready").status_code == 404
         assert outsider.get("/health").status_code == 200
-        opened = outsider.get("/ready", headers={"authorization": "Bearer scrape-me-0123456789"})
+        opened = readiness(outsider, {"authorization": "Bearer scrape-me-0123456789"})
         assert opened.status_code == 200 and opened.json()["status"] == "ready"
 
 

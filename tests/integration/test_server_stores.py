@@ -25,7 +25,7 @@ from appliance.index.base import StoreUnavailable
 from appliance.index.filters import ActiveOn
 from appliance.settings import PROJECT_ROOT, Settings
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries, readiness
 from tests.servers import NO_NODE, OPENSEARCH_URL, CuttableLink
 
 # Questions written for this test from the sample documents' own wording.
@@ -136,18 +136,18 @@ def test_a_cluster_that_lost_its_index_is_not_ready_until_the_stores_are_rebuilt
     )
     app = create_app(on_servers.settings.model_copy(update={"services": services}), on_servers)
     with TestClient(app) as client:
-        ready = client.get("/ready")
+        ready = readiness(client)
         assert ready.status_code == 503
         assert ready.json()["store"] == "lexical" and "rebuild-stores" in ready.json()["error"]
         written = on_servers.ingestor.rebuild_stores()
         assert written == on_servers.catalog.chunk_count()
-        assert client.get("/ready").json()["status"] == "ready"
+        assert readiness(client).json()["status"] == "ready"
         on_servers.vectors.delete_documents(["hand-hygiene-policy"])  # a store behind
         on_servers.vectors.commit()
-        behind = client.get("/ready").json()
+        behind = readiness(client).json()
         assert behind["store"] == "vectors" and "vouches for" in behind["error"]
         on_servers.ingestor.rebuild_stores()
-        assert client.get("/ready").json()["status"] == "ready"
+        assert readiness(client).json()["status"] == "ready"
     for question in QUESTIONS:
         assert ranked(on_servers, question) == ranked(sample_appliance, question), question
 
@@ -226,7 +226,7 @@ def test_a_question_while_the_cluster_is_down_fails_fast_and_is_audited(
         services = settings.services.model_copy(update={"operations_addresses": ["testclient"]})
         app = create_app(settings.model_copy(update={"services": services}))
         with TestClient(app) as client:
-            ready = client.get("/ready")
+            ready = readiness(client)
             assert ready.status_code == 503
             assert ready.json()["store"] == "lexical"
     finally:

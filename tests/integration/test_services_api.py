@@ -13,12 +13,14 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 from litestar.testing import TestClient
+from typer.testing import CliRunner
 
 from appliance.engines import Appliance
 from appliance.settings import ServiceSettings
 from audit.cli import main as audit_main
 from services.accounts import LocalAccounts
 from services.app import create_app
+from services.cli import app as web_cli
 from tests.conftest import (
     SAMPLE_CORPUS,
     SAMPLE_SUBJECTS,
@@ -26,6 +28,7 @@ from tests.conftest import (
     finished_job,
     fresh_sign_in_minute,
     make_settings,
+    readiness,
 )
 
 PASSWORD = "correct horse battery"
@@ -140,7 +143,9 @@ def test_a_follow_up_is_answered_with_the_previous_turns_subject(client: TestCli
     assert alone["follows"] is None  # not said to follow anything: read as written
     follow_up = ask(client, "and in liver disease?", follow_up_of=first["request_id"])
     assert follow_up["follows"] == "What is the dose of glucagon for hypoglycaemia?"
-    assert follow_up["read_as"] == "What is the dose of glucagon for hypoglycaemia in liver disease?"
+    assert (
+        follow_up["read_as"] == "What is the dose of glucagon for hypoglycaemia in liver disease?"
+    )
     assert not follow_up["refused"], follow_up
     assert "less effective in patients with liver disease" in quotes(follow_up)
     # the conversation goes on from the question as it was understood
@@ -238,12 +243,30 @@ def test_a_compliance_officer_finds_the_question_and_verifies_the_log(client: Te
     ).json()  # fmt: skip
     assert sign_in(client, "audit-ito") == 200
     assert client.get("/compliance").status_code == 200
-    rows = client.get("/api/audit/records", params={"user": "dr-okafor", "event_type": "question"})
-    found = [r for r in rows.json() if r["request_id"] == asked["request_id"]]
-    assert len(found) == 1
+    rows = client.get("/api/audit/records", params={"user": "Dr-Okafor", "event_type": "question"})
+    found = [r for r in rows.json()["rows"] if r["request_id"] == asked["request_id"]]
+    assert len(found) == 1 and found[0]["summary"].startswith('asked "What is the alteplase')
     record = client.get(f"/api/audit/records/{found[0]['entry']}").json()
-    assert record["record"]["details"]["candidates"]
-    assert [r["type"] for r in record["related"]] == ["answer"]
+    candidates = record["record"]["details"]["candidates"]
+    assert candidates and [r["type"] for r in record["related"]] == ["answer"]
+    # why each passage was there: its document, section and words beside its hash
+    passage = record["passages"][candidates[0]["chunk_id"]]
+    assert passage["title"] and passage["version"] and passage["text"]
+    checks = record["related"][0]["details"]["checks"]
+    assert checks and all(c["support"] in ("quoted", "entailed") for c in checks)
+    # the document found by words of its title, any case; pages with a total
+    by_title = client.get(
+        "/api/audit/records",
+        params={"document": passage["title"].split()[0].upper(), "event_type": "question"},
+    ).json()  # fmt: skip
+    assert asked["request_id"] in {r["request_id"] for r in by_title["rows"]}
+    theirs = {"user": "dr-okafor", "limit": 2}
+    newest = client.get("/api/audit/records", params=theirs).json()
+    assert len(newest["rows"]) == 2 and newest["total"] > 2
+    entries = [r["entry"] for r in newest["rows"]]
+    assert entries == sorted(entries, reverse=True)  # newest first
+    older = client.get("/api/audit/records", params={**theirs, "offset": 2}).json()
+    assert older["total"] == newest["total"] and older["rows"][0]["entry"] < entries[-1]
     verified = client.post("/api/audit/verify", headers=csrf(client)).json()
     assert verified["ok"] and verified["entries"] > 0
     status = client.get("/api/audit/status").json()
@@ -278,13 +301,13 @@ def test_feedback_is_audited_counted_and_listed_for_compliance_and_the_owner(
     assert sign_in(client, "audit-ito") == 200
     foreign = client.post("/api/feedback", json=flag, headers=csrf(client))
     assert foreign.status_code == 400 and len(audit_entries(data_dir / "data", "feedback")) == 1
-    rows = client.get("/api/audit/records", params={"event_type": "feedback"}).json()
+    rows = client.get("/api/audit/records", params={"event_type": "feedback"}).json()["rows"]
     assert "unsafe: Does not say what to do when glucagon fails" in rows[0]["summary"]
     assert "owner diabetes-team" in rows[0]["summary"]
     by_document = client.get(
         "/api/audit/records",
-        params={"event_type": "feedback", "doc_id": "hypoglycaemia-management"},
-    ).json()  # fmt: skip
+        params={"event_type": "feedback", "document": "HYPOGLYCAEMIA-management"},
+    ).json()["rows"]  # fmt: skip
     assert [r["entry"] for r in by_document] == [rows[0]["entry"]]
     audit_dir = str(data_dir / "data" / "audit")
     assert audit_main(["--dir", audit_dir, "feedback", "--owner", "diabetes-team"]) == 0
@@ -292,6 +315,53 @@ def test_feedback_is_audited_counted_and_listed_for_compliance_and_the_owner(
     assert "glucagon fails" in listed.out and "1 flagged answer(s)" in listed.err
     assert audit_main(["--dir", audit_dir, "feedback", "--owner", "infection-control"]) == 0
     assert "0 flagged answer(s)" in capsys.readouterr().err
+
+
+def test_a_period_report_lists_emergency_access_until_it_is_reviewed(
+    client: TestClient, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    opened = client.post(
+        "/api/break-glass",
+        json={"reason": "unconscious in ED, allergies unknown", "patient_id": "P-10234",
+              "minutes": 5},
+        headers=csrf(client),
+    )  # fmt: skip
+    assert opened.status_code == 200, opened.text
+    grant_id = opened.json()["grant_id"]
+    ask(client, "What allergies does patient P-10234 have?")
+    client.delete("/api/break-glass", headers=csrf(client))
+    assert client.get("/api/audit/report").status_code == 404  # not the clinician's
+    assert sign_in(client, "audit-ito") == 200
+    report = client.get("/api/audit/report", params={"since": "2020-01-01"}).json()
+    grant = next(g for g in report["emergency_access"] if g["grant_id"] == grant_id)
+    assert grant["user"] == "dr-okafor" and grant["reason"].startswith("unconscious")
+    assert grant["passages_shown"] >= 1 and grant["reviewed_by"] is None
+    assert report["by_user"]["dr-okafor"]["questions"] >= 1 and report["by_type"]["answer"] >= 1
+    assert "emergency" in report["by_department"]  # dr-okafor's department
+    assert 0 <= report["refusal_rate"] <= 1
+    csv_text = client.get("/api/audit/report.csv").text
+    assert csv_text.startswith("section,name,measure,value") and "emergency access" in csv_text
+    assert client.get("/api/audit/report", params={"until": "soon"}).status_code == 400
+    review = f"/api/audit/break-glass/{grant_id}/review"
+    done = client.post(review, json={"note": "reason fits the record"}, headers=csrf(client))
+    assert done.status_code == 200, done.text
+    again = client.post(review, json={"note": "twice"}, headers=csrf(client))
+    assert again.status_code == 400 and "was reviewed by audit-ito" in again.json()["detail"]
+    unknown = client.post("/api/audit/break-glass/99999/review", json={}, headers=csrf(client))
+    assert unknown.status_code == 404
+    report = client.get("/api/audit/report").json()
+    grant = next(g for g in report["emergency_access"] if g["grant_id"] == grant_id)
+    assert (grant["reviewed_by"], grant["review_note"]) == ("audit-ito", "reason fits the record")
+    reviewed = audit_entries(data_dir / "data", "break_glass_reviewed")
+    assert [e["details"]["grant_id"] for e in reviewed] == [grant_id]
+    rows = client.get("/api/audit/records", params={"event_type": "break_glass_use"}).json()
+    assert "emergency access (grant" in rows["rows"][0]["summary"]
+    assert "Individual Care Plan, Patient P-10234 v1" in rows["rows"][0]["summary"]
+    audit_dir = str(data_dir / "data" / "audit")
+    assert audit_main(["--dir", audit_dir, "report", "--fail-on-alerts"]) == 0
+    printed = capsys.readouterr().out
+    assert "reviewed by audit-ito" in printed and "Alerts (0)" in printed
 
 
 def test_bad_input_gets_a_clear_error(client: TestClient) -> None:
@@ -342,8 +412,9 @@ def test_every_response_carries_the_security_headers(client: TestClient) -> None
 
 def test_health_readiness_and_metrics(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok"}
-    ready = client.get("/ready").json()
+    ready = readiness(client).json()
     assert ready["status"] == "ready" and ready["chunks"] > 0
+    assert client.app.state.service.warmed.is_set()  # ready only once warmed up
     metrics = client.get("/metrics").text
     assert 'requests_total{app_name="clinical_appliance"' in metrics
     schema = client.get("/api/schema/openapi.json").json()
@@ -369,6 +440,22 @@ def test_sign_in_is_rate_limited(client: TestClient, data_dir: Path) -> None:
             for _ in range(5)
         ]  # fmt: skip
     assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
+
+
+def test_a_session_survives_a_restart_until_everyone_is_signed_out(
+    client: TestClient, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings(data_dir / "data", services=ServiceSettings(secure_cookies=False))
+    appliance = client.app.state.service.appliance  # one process may hold the stores
+    with TestClient(create_app(settings, appliance)) as before:
+        assert sign_in(before, "dr-okafor") == 200
+        cookies = dict(before.cookies)
+    with TestClient(create_app(settings, appliance), cookies=cookies) as after:  # restarted
+        assert after.get("/api/me").json()["user_id"] == "dr-okafor"
+        monkeypatch.setenv("APPLIANCE_DATA_DIR", str(data_dir / "data"))
+        ended = CliRunner().invoke(web_cli, ["accounts", "sign-out-everyone"])
+        assert ended.exit_code == 0 and "session(s)" in ended.output, ended.output
+        assert after.get("/api/me").status_code == 401
 
 
 def test_questions_are_limited_per_person_not_per_address(
@@ -402,7 +489,7 @@ def test_the_schema_says_what_every_endpoint_answers(client: TestClient) -> None
             assert {"401", "404", "429"} <= set(responses), (method, path)
             success = next(v for k, v in responses.items() if k.startswith("2"))
             media, content = next(iter(success["content"].items()))
-            if media == "application/x-ndjson":  # the export: one audit entry a line
+            if media in ("application/x-ndjson", "text/csv"):  # files to hand on, not bodies
                 continue
             typed = content["schema"].get("items", content["schema"])
             assert typed.get("$ref", "").split("/")[-1] in bodies, (method, path, typed)
