@@ -338,7 +338,7 @@ class Appliance:
 
     @cached_property
     def subjects(self) -> SubjectDirectory:
-        return SubjectDirectory(self.settings.access_dir / "subjects.toml")
+        return SubjectDirectory(self.settings.access_dir / "subjects.toml", self.audit_trail)
 
     @cached_property
     def retriever(self) -> HybridRetriever:

@@ -22,6 +22,7 @@ EVENT_TYPES = {
     "break_glass_ended": ("grant_id",),
     "break_glass_reviewed": ("grant_id", "note"),
     "access_mismatch": ("chunk_id",),
+    "account_change": ("action", "user"),
     "audit_review": ("action",),
     "sign_in": ("method",),
     "sign_in_failed": ("method", "attempted_user"),

@@ -140,7 +140,7 @@ def _audit_review(details: Mapping[str, Any], name: Callable[[str], str]) -> str
 
 
 def _account_change(details: Mapping[str, Any], name: Callable[[str], str]) -> str:
-    changes = ", ".join(f"{k} {v}" for k, v in details.get("changes", {}).items())
+    changes = "; ".join(f"{k} {', '.join(v)}" for k, v in details.get("changes", {}).items())
     return f"{details.get('action')} {details.get('user')}{': ' + changes if changes else ''}"
 
 

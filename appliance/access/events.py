@@ -17,6 +17,7 @@ EventKind = Literal[
     "break_glass_ended",
     "break_glass_use",
     "access_mismatch",
+    "account_change",
 ]
 
 

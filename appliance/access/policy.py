@@ -6,9 +6,6 @@ of ``policy.csv``, reloaded whenever the file changes (no restart), edited only 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +13,7 @@ from pathlib import Path
 import casbin
 
 from appliance.access.events import AccessEvent, EventSink
+from appliance.access.files import write_atomically
 from appliance.access.rules import (
     ANY,
     OWN_DEPARTMENTS,
@@ -135,7 +133,7 @@ class PolicyStore:
         self._snapshot: PolicySnapshot | None = None
         if not policy_path.exists():
             policy_path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(policy_path, shipped_policy.read_text(encoding="utf-8"))
+            write_atomically(policy_path, shipped_policy.read_text(encoding="utf-8"))
 
     @property
     def path(self) -> Path:
@@ -178,7 +176,7 @@ class PolicyStore:
     ) -> None:
         # Loading first proves the new text is a policy before it replaces the old.
         self._load(after)
-        _write_atomically(self._policy_path, after)
+        write_atomically(self._policy_path, after)
         self._snapshot = None
         self._events.emit(
             AccessEvent.now(
@@ -248,23 +246,3 @@ def _rule_of_line(line: str) -> Rule | None:
 
 def _version(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".policy-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        if path.exists():
-            shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

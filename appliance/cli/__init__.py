@@ -17,6 +17,7 @@ from appliance.cli.documents import docs_app, ingest
 from appliance.cli.evaluation import evaluate_golden
 from appliance.cli.models import models_app
 from appliance.cli.questions import ask, demo, search
+from appliance.cli.users import users_app
 from appliance.index.base import StoreUnavailable
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.add_typer(docs_app, name="docs")
 app.add_typer(models_app, name="models")
 app.add_typer(policy_app, name="policy")
 app.add_typer(break_glass_app, name="break-glass")
+app.add_typer(users_app, name="users")
 
 
 def main() -> None:

@@ -14,7 +14,9 @@ from appliance.access.break_glass import BreakGlassError
 from appliance.access.guard import AccessDenied
 from appliance.access.policy import PolicyError, Rule
 from appliance.access.rules import CHUNK_ACTIONS, SYSTEM_ACTIONS, Resource
-from appliance.cli.common import console, fail, known_subject, open_appliance
+from appliance.access.vocabulary import read_without_cite
+from appliance.cli.common import console, errors, fail, known_subject, open_appliance
+from appliance.cli.users import vocabulary
 
 policy_app = typer.Typer(no_args_is_help=True, help="Change, list and test the access policy.")
 break_glass_app = typer.Typer(no_args_is_help=True, help="Emergency access, reason required.")
@@ -42,9 +44,22 @@ def _rule(words: list[str]) -> Rule:
 
 
 @policy_app.command("add")
-def policy_add(rule: RuleArgument, actor: ActorOption = "") -> None:
-    """Add a rule; running services apply it on their next request."""
-    _edit(_rule(rule), actor, adding=True)
+def policy_add(
+    rule: RuleArgument,
+    actor: ActorOption = "",
+    new: Annotated[
+        bool, typer.Option("--new", help="Its role or department is new to the site (no typo).")
+    ] = False,
+) -> None:
+    """Add a rule; running services apply it on their next request. A role or
+    department the site does not have yet is refused unless --new says it is meant."""
+    parsed = _rule(rule)
+    if not new:
+        with open_appliance() as appliance:
+            problem = vocabulary(appliance).unknown_in(parsed)
+        if problem:
+            raise fail(f"{problem} (--new if it is meant)", code=2)
+    _edit(parsed, actor, adding=True)
 
 
 @policy_app.command("remove")
@@ -58,9 +73,12 @@ def _edit(rule: Rule, actor: str, *, adding: bool) -> None:
         change = appliance.policy.add if adding else appliance.policy.remove
         try:
             change(rule, actor or getpass.getuser())
+            warning = read_without_cite(appliance.policy.current(), rule) if adding else None
         except PolicyError as error:
             raise fail(str(error)) from None
     console.print(f"{'added' if adding else 'removed'}: {escape(rule.line())}")
+    if warning:
+        errors.print(f"[yellow]warning:[/yellow] {escape(warning)}")
 
 
 @policy_app.command("list")
@@ -85,33 +103,12 @@ def policy_list() -> None:
     console.print(table)
 
 
-@policy_app.command("users")
-def policy_users() -> None:
-    """The local users the CLI knows, with their roles, departments and care teams."""
-    with open_appliance() as appliance:
-        try:
-            subjects = appliance.subjects.subjects()
-        except ValueError as error:
-            raise fail(str(error)) from None
-        path = appliance.subjects.path
-    table = Table(title=str(path))
-    for column in ("user", "roles", "departments", "care team"):
-        table.add_column(column)
-    for subject in subjects.values():
-        table.add_row(
-            subject.user_id,
-            ", ".join(subject.roles),
-            ", ".join(subject.departments),
-            ", ".join(subject.care_team),
-        )
-    console.print(table)
-
-
 @policy_app.command("test")
 def policy_test(
-    user: Annotated[str, typer.Argument(help="A user id (see 'appliance policy users').")],
+    user: Annotated[str, typer.Argument(help="A user id (see 'appliance users list').")],
     chunk: Annotated[
-        str | None, typer.Argument(help="A chunk id; omit it for a system action.")
+        str | None,
+        typer.Argument(help="A chunk or document id; omit it for a system action."),
     ] = None,
     action: Annotated[str, typer.Option(help="read, cite, or a system action.")] = "read",
 ) -> None:
@@ -126,11 +123,18 @@ def policy_test(
             decision = appliance.guard.decide_system(subject, action)
         else:
             if chunk is None:
-                raise fail(f"{action} needs a chunk id", code=2)
+                raise fail(f"{action} needs a chunk or document id", code=2)
             # An administrator's tool: it looks the chunk up directly to explain the decision.
             found = appliance.catalog.chunks([chunk]).get(chunk)
-            if found is None:
-                raise fail(f"no chunk {chunk!r}", code=2)
+            if found is None:  # a document: its passages carry its labels, so one stands for all
+                passages = sorted(appliance.catalog.chunk_ids_of(chunk))
+                if not passages:
+                    raise fail(f"no chunk or document {chunk!r}", code=2)
+                found = appliance.catalog.chunks(passages[:1])[passages[0]]
+                console.print(
+                    f"document {escape(chunk)}: {len(passages)} passages, all with its labels",
+                    highlight=False,
+                )
             resource = Resource.of(found)
             decision = appliance.guard.decide(subject, resource, action)
     verdict = "[green]ALLOW[/green]" if decision.allowed else "[red]DENY[/red]"

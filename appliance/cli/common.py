@@ -44,6 +44,6 @@ def known_subject(appliance: Appliance, user_id: str) -> Subject:
     try:
         return appliance.subjects.get(user_id)
     except UnknownSubject as error:
-        raise fail(f"{error}; see 'appliance policy users'", code=2) from None
+        raise fail(f"{error}; see 'appliance users list'", code=2) from None
     except ValueError as error:
         raise fail(str(error), code=2) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -116,39 +117,49 @@ def ingest(
         raise typer.Exit(code=1)
 
 
+NARROW_COLUMNS = 100
+"""Below this terminal width each document is a short block of lines, not a table row."""
+
+
 @docs_app.command("list")
-def docs_list() -> None:
+def docs_list(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
     """Every ingested document with its version, dates, labels and chunk count."""
     with open_appliance() as appliance:
         records = appliance.catalog.documents()
-    table = Table()
-    for column in (
-        "doc_id",
-        "title",
-        "version",
-        "type",
-        "effective",
-        "sensitivity",
-        "departments",
-        "chunks",
-        "state",
-    ):
-        table.add_column(column)
-    for r in records:
-        m = r.metadata
-        effective = f"{m.effective_from} - {m.effective_to or ''}"
-        table.add_row(
-            r.doc_id,
-            m.title,
-            m.version,
-            m.doc_type,
-            effective,
-            m.sensitivity,
-            ", ".join(m.departments),
-            str(r.chunk_count),
-            r.state,
-        )
-    console.print(table)
+    if as_json:
+        rows = [
+            {**r.metadata.model_dump(mode="json"), "chunks": r.chunk_count, "state": r.state,
+             "ingested_at": r.ingested_at, "source_path": r.source_path}
+            for r in records
+        ]  # fmt: skip
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if console.width < NARROW_COLUMNS:
+        for r in records:
+            m = r.metadata
+            console.print(f"[bold]{escape(r.doc_id)}[/bold]  {escape(m.title)}")
+            departments = ", ".join(m.departments) or "no departments"
+            console.print(
+                f"  version {escape(m.version)}, {m.doc_type}, in force {m.effective_from} - "
+                f"{m.effective_to or ''}\n  {m.sensitivity}, {departments}; "
+                f"{r.chunk_count} chunks, {r.state}",
+                highlight=False,
+            )
+    else:
+        table = Table()
+        for column in ("doc_id", "title", "version", "type", "effective", "sensitivity",
+                       "departments", "chunks", "state"):  # fmt: skip
+            table.add_column(column, overflow="fold")
+        for r in records:
+            m = r.metadata
+            table.add_row(
+                r.doc_id, m.title, m.version, m.doc_type,
+                f"{m.effective_from} - {m.effective_to or ''}", m.sensitivity,
+                ", ".join(m.departments), str(r.chunk_count), r.state,
+            )  # fmt: skip
+        console.print(table)
     console.print(f"{len(records)} documents")
 
 

@@ -103,7 +103,7 @@ def search(data: SearchOrder, service: Service) -> dict[str, Any]:
                 data.question, subject, data.top_k, search_filter, data.mode, data.rerank
             )
         except UnknownSubject as error:
-            raise ClientException(f"{error}; see 'appliance policy users'") from None
+            raise ClientException(f"{error}; see 'appliance users list'") from None
         except (QueryError, ValueError) as error:
             raise ClientException(str(error)) from None
     return result.report(data.question, data.user, search_filter)

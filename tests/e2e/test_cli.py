@@ -9,12 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from appliance.cli import app
 from tests.conftest import SAMPLE_SUBJECTS, audit_entries
 
 runner = CliRunner()
+
+
+def said(result: Result) -> str:
+    """What a command printed, as one line (the console wraps long messages)."""
+    return " ".join(result.output.split())
 
 
 def run_audit(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -151,7 +156,7 @@ def test_policy_commands_change_explain_and_audit(corpus_copy: Path, data_dir: P
 
     assert runner.invoke(app, ["policy", "test", "it-santos", "--action", "ingest"]).exit_code == 0
     assert runner.invoke(app, ["policy", "test", "nobody", chunk]).exit_code == 2
-    assert "dr-okafor" in runner.invoke(app, ["policy", "users"]).output
+    assert "dr-okafor" in runner.invoke(app, ["users", "list"]).output
 
     changes = audit_entries(data_dir, "policy_change")
     rule = "p, user:pharm-haddad, coding, internal, read, deny"
@@ -165,6 +170,59 @@ def test_policy_commands_change_explain_and_audit(corpus_copy: Path, data_dir: P
     ingested = audit_entries(data_dir, "ingestion")
     assert {e["details"]["doc_id"] for e in ingested} >= {"diabetes-coding-guide"}
     assert run_audit(data_dir, "verify").returncode == 0
+
+
+def test_users_are_added_granted_revoked_and_removed_checked_and_audited(
+    corpus_copy: Path, data_dir: Path
+) -> None:
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    subjects = data_dir / "access" / "subjects.toml"
+    before = subjects.read_text(encoding="utf-8")
+    typo = runner.invoke(app, ["users", "add", "nurse-ade", "--role", "nruse"])
+    assert typo.exit_code == 2 and "did you mean nurse" in said(typo), typo.output
+    typo = runner.invoke(app, ["users", "add", "nurse-ade", "--role", "nurse",
+                               "--department", "cardiolgy"])  # fmt: skip
+    assert typo.exit_code == 2 and "did you mean cardiology" in said(typo)
+    assert subjects.read_text(encoding="utf-8") == before  # refused: nothing written
+    added = runner.invoke(app, ["users", "add", "nurse-ade", "--role", "nurse", "--department",
+                                "Cardiology", "--actor", "it-santos"])  # fmt: skip
+    assert added.exit_code == 0, added.output
+    assert runner.invoke(app, ["users", "add", "nurse-ade", "--role", "nurse"]).exit_code == 2
+    granted = runner.invoke(app, ["users", "grant", "nurse-ade", "--department", "icu",
+                                  "--care-team", "P-10234"])  # fmt: skip
+    assert granted.exit_code == 0 and "care team P-10234" in said(granted), granted.output
+    last_role = runner.invoke(app, ["users", "revoke", "nurse-ade", "--role", "nurse"])
+    assert last_role.exit_code == 2 and "no role left" in said(last_role)
+    listed = json.loads(runner.invoke(app, ["users", "list", "--json"]).stdout)
+    ade = next(u for u in listed if u["user"] == "nurse-ade")
+    assert ade == {"user": "nurse-ade", "roles": ["nurse"],
+                   "departments": ["cardiology", "icu"], "care_team": ["P-10234"]}  # fmt: skip
+    assert subjects.read_text(encoding="utf-8").startswith("# Demo users")  # comments kept
+    assert runner.invoke(app, ["users", "remove", "nurse-ade"]).exit_code == 0
+    assert runner.invoke(app, ["users", "remove", "nurse-ade"]).exit_code == 2
+    changes = audit_entries(data_dir, "account_change")
+    assert [(c["details"]["action"], c["details"]["user"]) for c in changes] == [
+        ("added", "nurse-ade"), ("changed", "nurse-ade"), ("removed", "nurse-ade"),
+    ]  # fmt: skip
+    assert changes[0]["actor"]["user"] == "it-santos"
+    assert changes[1]["details"]["changes"] == {
+        "granted departments": ["icu"], "granted care_team": ["P-10234"],
+    }  # fmt: skip
+
+    # the policy: an unknown role is a typo unless said new; read without cite is warned
+    rule = ["p", "role:nruse", "own", "internal", "read", "allow"]
+    refused = runner.invoke(app, ["policy", "add", *rule])
+    assert refused.exit_code == 2 and "did you mean nurse" in said(refused)
+    fresh = ["p", "role:porter", "own", "internal", "read", "allow"]
+    meant = runner.invoke(app, ["policy", "add", *fresh, "--new"])
+    assert meant.exit_code == 0, meant.output
+    assert "may read internal documents of own but not cite" in said(meant)
+    # a document id stands for its passages
+    tested = runner.invoke(app, ["policy", "test", "dr-okafor", "hand-hygiene-policy"])
+    assert tested.exit_code == 0 and "document hand-hygiene-policy:" in said(tested)
+    documents = json.loads(runner.invoke(app, ["docs", "list", "--json"]).stdout)
+    hygiene = next(d for d in documents if d["doc_id"] == "hand-hygiene-policy")
+    assert hygiene["chunks"] > 0 and hygiene["state"] == "indexed" and hygiene["title"]
 
 
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:

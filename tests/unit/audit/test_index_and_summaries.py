@@ -67,6 +67,9 @@ def test_each_kind_of_entry_reads_in_plain_words() -> None:
         "opened Sepsis Bundle (sepsis-bundle) (version 3) from an answer's citation"
     )
     assert named_ids([used, viewed]) == {"c1", "c9", "sepsis-bundle"}
+    changed = {"type": "account_change", "details": {"action": "changed", "user": "nurse-ade",
+               "changes": {"granted departments": ["icu", "ed"]}}}  # fmt: skip
+    assert summary(changed) == "changed nurse-ade: granted departments icu, ed"
     assert summary({"type": "something_new", "details": {"reason": "x"}}) == "reason: x"
 
 
