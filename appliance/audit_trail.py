@@ -217,8 +217,8 @@ class AuditTrail:
             },
         )
 
-    def removed(self, doc_id: str) -> Receipt:
-        return self._log.append("removal", _operator(), [], {"doc_id": doc_id})
+    def removed(self, doc_id: str, actor: str | None = None) -> Receipt:
+        return self._log.append("removal", actor or _operator(), [], {"doc_id": doc_id})
 
 
 def shown_answer(record: dict[str, Any], position: int) -> dict[str, Any]:

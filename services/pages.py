@@ -105,27 +105,33 @@ def clinician_page(request: Request) -> Response[Any]:
     return _page("clinician.html")
 
 
-def _officer_page(request: Request, name: str) -> Response[Any]:
+def _guarded_page(request: Request, name: str, action: str) -> Response[Any]:
     """Signed out: to the sign-in page. Signed in without the right: as if there were no
     such page (a page one may not see is not advertised)."""
     state = service_state(request)
     subject = subject_of(request, state)
     if subject is None:
         return Redirect("/login")
-    if not state.appliance.guard.decide_system(subject, "review-audit").allowed:
+    if not state.appliance.guard.decide_system(subject, action).allowed:
         raise NotFoundException()
     return _page(name)
 
 
 @get("/compliance", sync_to_thread=True, include_in_schema=False)
 def compliance_page(request: Request) -> Response[Any]:
-    return _officer_page(request, "compliance.html")
+    return _guarded_page(request, "compliance.html", "review-audit")
 
 
 @get("/compliance/report", sync_to_thread=True, include_in_schema=False)
 def report_page(request: Request) -> Response[Any]:
     """A period's report, printable, with charts."""
-    return _officer_page(request, "report.html")
+    return _guarded_page(request, "report.html", "review-audit")
+
+
+@get("/admin", sync_to_thread=True, include_in_schema=False)
+def admin_page(request: Request) -> Response[Any]:
+    """Documents, uploads, jobs and users, for those the policy lets ingest."""
+    return _guarded_page(request, "admin.html", "ingest")
 
 
 PAGE_HANDLERS = [
@@ -136,4 +142,5 @@ PAGE_HANDLERS = [
     clinician_page,
     compliance_page,
     report_page,
+    admin_page,
 ]

@@ -3,7 +3,7 @@ gets (and the API fuzz test holds every response to it)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class SignedInBody(TypedDict):
@@ -146,6 +146,35 @@ class FileOutcome(TypedDict):
     doc_id: str | None
     chunks: int
     error: str | None
+    warning: NotRequired[str]
+
+
+class AdminDocumentBody(TypedDict):
+    doc_id: str
+    title: str
+    """Withheld ("restricted document") where the administrator may not read it."""
+    version: str
+    doc_type: str
+    effective_from: str
+    effective_to: str | None
+    sensitivity: str
+    departments: list[str]
+    owner: str
+    chunks: int
+    state: str
+    ingested_at: str
+
+
+class RemovedBody(TypedDict):
+    removed: list[str]
+
+
+class UserBody(TypedDict):
+    user: str
+    roles: list[str]
+    departments: list[str]
+    care_team: list[str]
+    has_password: bool
 
 
 class JobBody(TypedDict):

@@ -156,3 +156,9 @@ def save_job(database: SharedDatabase, job_id: str, body: dict[str, object]) -> 
 def load_job(database: SharedDatabase, job_id: str) -> dict[str, object] | None:
     rows = database.read("SELECT body FROM jobs WHERE job_id = ?", (job_id,))
     return json.loads(str(rows[0][0])) if rows else None
+
+
+def recent_jobs(database: SharedDatabase, limit: int = 50) -> list[dict[str, object]]:
+    """The jobs last changed, latest first (a job is rewritten on every step)."""
+    rows = database.read("SELECT body FROM jobs ORDER BY rowid DESC LIMIT ?", (limit,))
+    return [json.loads(str(row[0])) for row in rows]

@@ -95,7 +95,7 @@ class DocumentTrail(Protocol):
         self, metadata: DocumentMetadata, chunk_ids: Sequence[str], actor: str | None = None
     ) -> object: ...
 
-    def removed(self, doc_id: str) -> object: ...
+    def removed(self, doc_id: str, actor: str | None = None) -> object: ...
 
 
 class FactExtractor(Protocol):
@@ -344,8 +344,9 @@ class Ingestor:
                 facts = extractor.extract(chunks, parsed if same else None)
             return embedding.result(), graphs, facts
 
-    def remove(self, doc_ids: Sequence[str]) -> list[str]:
-        """Remove documents from every store, then from the catalog. Unknown ids are skipped."""
+    def remove(self, doc_ids: Sequence[str], actor: str | None = None) -> list[str]:
+        """Remove documents from every store, then from the catalog. Unknown ids are
+        skipped. ``actor``: who removes them (default: the operating-system account)."""
         known = [r for d in doc_ids if (r := self._catalog.document(d)) is not None]
         if not known:
             return []
@@ -356,7 +357,7 @@ class Ingestor:
         self._catalog.forget(ids)
         if self._trail is not None:
             for doc_id in ids:
-                self._trail.removed(doc_id)
+                self._trail.removed(doc_id, actor)
         return ids
 
     def reconcile(self) -> list[str]:

@@ -18,7 +18,14 @@ from litestar import Router
 from litestar.middleware.rate_limit import RateLimitConfig
 
 from appliance.settings import ServiceSettings
-from services.routes import audit, clinician, ingestion, operations, operator_commands
+from services.routes import (
+    administration,
+    audit,
+    clinician,
+    ingestion,
+    operations,
+    operator_commands,
+)
 from services.routes.layers import DEPENDENCIES, may, signed_in
 
 
@@ -51,6 +58,22 @@ def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[R
             guards=[may("ingest")],
             dependencies=DEPENDENCIES,
             request_max_body_size=settings.max_upload_bytes,
+        ),
+        Router(
+            "/api/admin",
+            route_handlers=[
+                administration.documents,
+                administration.remove_document,
+                administration.jobs,
+            ],
+            guards=[may("ingest")],
+            dependencies=DEPENDENCIES,
+        ),
+        Router(
+            "/api/admin",
+            route_handlers=[administration.users],
+            guards=[may("administer")],
+            dependencies=DEPENDENCIES,
         ),
         Router(
             "/api/audit",

@@ -347,7 +347,7 @@ def me(subject: Asker, engines: Engines) -> MeBody:
     grant = engines.break_glass.active(subject.user_id)
     may = {
         action: engines.guard.decide_system(subject, action).allowed
-        for action in ("ingest", "review-audit", "request-break-glass")
+        for action in ("ingest", "administer", "review-audit", "request-break-glass")
     }
     return {
         "user_id": subject.user_id,

@@ -12,14 +12,18 @@ from pathlib import Path
 from typing import cast
 
 import anyio.to_thread
+import yaml
 from litestar import Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.exceptions import ClientException, HTTPException, NotFoundException
 from litestar.params import FromPath
+from pydantic import ValidationError
 
 from appliance.access.rules import Subject
+from appliance.ingest.metadata import SIDECAR_SUFFIX, sidecar_path
 from appliance.ingest.parsers import PARSERS
 from appliance.ingest.pipeline import DocumentOutcome
+from appliance.records import DocumentMetadata
 from services.routes.layers import Asker, Service
 from services.schemas import JobBody, UploadAccepted
 from services.security import ERROR_RESPONSES
@@ -47,18 +51,51 @@ async def upload(request: Request, subject: Asker, service: Service) -> UploadAc
     except Exception as error:  # whatever the multipart parser makes of a bad body
         raise ClientException(f"not a readable multipart upload: {type(error).__name__}") from None
     files = [f for f in form.getall("data", []) if isinstance(f, UploadFile)]
-    return await anyio.to_thread.run_sync(_accept_upload, service, subject, files)
+    fields = {
+        k: v.strip() for k in METADATA_FIELDS if isinstance(v := form.get(k), str) and v.strip()
+    }
+    return await anyio.to_thread.run_sync(_accept_upload, service, subject, files, fields)
+
+
+METADATA_FIELDS = (
+    "doc_id", "title", "version", "doc_type", "effective_from", "effective_to",
+    "departments", "sensitivity", "owner", "patient_id",
+)  # fmt: skip
+"""Form fields that describe the one document uploaded with them (instead of a sidecar)."""
+
+
+def _sidecar_of(fields: dict[str, str]) -> bytes:
+    """The form's metadata as a sidecar, checked as ingestion will check it, so that a bad
+    date or an unknown sensitivity is refused here with the field named."""
+    values: dict[str, object] = dict(fields)
+    if "departments" in fields:
+        values["departments"] = [d.strip() for d in fields["departments"].split(",") if d.strip()]
+    try:
+        DocumentMetadata.model_validate(
+            {"doc_id": "upload", "title": "upload", "version": "1", "doc_type": "policy",
+             "effective_from": "2000-01-01", **values}
+        )  # fmt: skip
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise ClientException(f"the document's details are not valid: {problems}") from None
+    return yaml.safe_dump(values, sort_keys=True, allow_unicode=True).encode("utf-8")
 
 
 def _accept_upload(
-    service: ServiceState, subject: Subject, files: list[UploadFile]
+    service: ServiceState, subject: Subject, files: list[UploadFile], fields: dict[str, str]
 ) -> UploadAccepted:
-    if not files:
-        raise ClientException("no files in the upload (multipart field 'data')")
+    documents = [f for f in files if not (f.filename or "").endswith(SIDECAR_SUFFIX)]
+    sidecars = [f for f in files if (f.filename or "").endswith(SIDECAR_SUFFIX)]
+    if not documents:
+        raise ClientException("no documents in the upload (multipart field 'data')")
+    if fields and len(documents) > 1:
+        raise ClientException("the document's details describe one file: upload it alone")
+    sidecar = _sidecar_of(fields) if fields else None
     job = service.new_job(subject.user_id, [])
     folder = service.uploads_dir / job.job_id
     folder.mkdir(parents=True, mode=0o700)
-    for upload_file in files:
+    stored: dict[str, str] = {}  # the name offered -> the name kept
+    for upload_file in documents:
         name = _stored_name(upload_file.filename or "", set(job.files))
         job.files.append(name)
         if Path(name).suffix.lower() not in PARSERS:
@@ -69,6 +106,16 @@ def _accept_upload(
             job.done += 1
             continue
         (folder / name).write_bytes(upload_file.file.read())
+        stored[Path(upload_file.filename or "").name] = name
+        if sidecar is not None:
+            sidecar_path(folder / name).write_bytes(sidecar)
+    for upload_file in sidecars:  # details of a document beside it: not a document
+        offered = Path(upload_file.filename or "").name
+        described = stored.get(offered.removesuffix(SIDECAR_SUFFIX))
+        if described is None:
+            raise ClientException(f"{offered} describes a file that is not in this upload")
+        if sidecar is None:
+            sidecar_path(folder / described).write_bytes(upload_file.file.read())
     service.publish(job)
     threading.Thread(target=_run_job, args=(service, job.job_id), daemon=True).start()
     return {"job_id": job.job_id, "files": job.files}
@@ -98,15 +145,18 @@ def _run_job(service: ServiceState, job_id: str) -> None:
             return
         job.done += 1
         error = outcome.error and outcome.error.replace(f"{outcome.path}: ", "")
-        job.outcomes.append(
-            {"file": outcome.path.name, "status": outcome.status, "doc_id": outcome.doc_id,
-             "chunks": outcome.chunks, "error": error and error.replace(str(folder), "")}
-        )  # fmt: skip
+        reported: dict[str, object] = {
+            "file": outcome.path.name, "status": outcome.status, "doc_id": outcome.doc_id,
+            "chunks": outcome.chunks, "error": error and error.replace(str(folder), ""),
+        }  # fmt: skip
+        if warning := _unreadable_warning(service, outcome):
+            reported["warning"] = warning
+        job.outcomes.append(reported)
         service.publish(job)
 
     job.state = "running"
     service.publish(job)
-    for path in sorted(folder.iterdir()):
+    for path in sorted(p for p in folder.iterdir() if not p.name.endswith(SIDECAR_SUFFIX)):
         if service.stopping.is_set():
             job.done += 1
             job.outcomes.append(
@@ -128,6 +178,22 @@ def _run_job(service: ServiceState, job_id: str) -> None:
     failed = [o for o in job.outcomes if o["status"] == "failed"]
     job.state = "failed" if failed and len(failed) == len(job.files) else "done"
     service.publish(job)
+
+
+def _unreadable_warning(service: ServiceState, outcome: DocumentOutcome) -> str | None:
+    """A document ingested with no departments and above internal is readable only by a
+    role granted every department: said, rather than left silently invisible."""
+    if outcome.status not in ("added", "updated") or outcome.doc_id is None:
+        return None
+    record = service.appliance.catalog.document(outcome.doc_id)
+    if record is None or record.metadata.departments:
+        return None
+    if record.metadata.sensitivity in ("public", "internal"):
+        return None
+    return (
+        f"no departments: this {record.metadata.sensitivity} document is readable only by "
+        "roles granted every department; give it departments and upload it again"
+    )
 
 
 @get(

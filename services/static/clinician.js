@@ -433,6 +433,7 @@ async function loadMe() {
   const me = await api("GET", "/api/me");
   document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
   document.getElementById("compliance-link").classList.toggle("hidden", !me.may["review-audit"]);
+  document.getElementById("admin-link").classList.toggle("hidden", !me.may.ingest);
   document.getElementById("break-glass-panel").classList.toggle("hidden", !me.may["request-break-glass"]);
   const banner = document.getElementById("break-glass-banner");
   banner.classList.toggle("hidden", !me.break_glass_until);

@@ -51,7 +51,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (data / "access").mkdir(parents=True)
     shutil.copyfile(SAMPLE_SUBJECTS, data / "access" / "subjects.toml")
     accounts = LocalAccounts(data / "access" / "accounts.json")
-    for user in ("dr-okafor", "audit-ito"):
+    for user in ("dr-okafor", "audit-ito", "it-santos"):
         accounts.set_password(user, PASSWORD)
     # Secure cookies, as shipped: loopback counts as secure. Checkpoints every second, each
     # sent to a witness directory, so the compliance page has one to show.
@@ -341,8 +341,8 @@ def test_on_a_phone_an_answer_fits_copies_with_its_sources_and_prints_clean(
 
 def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> None:
     """axe-core (WCAG 2.1 A and AA rules) on the sign-in page, the clinician page with an
-    answer and its source open, the compliance page with a record open and the period
-    report: nothing serious or critical."""
+    answer and its source open, the compliance page with a record open, the period
+    report and the administration page: nothing serious or critical."""
     axe = (resources.files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
 
     def serious(page: object) -> list[str]:
@@ -380,6 +380,10 @@ def test_the_pages_pass_an_accessibility_check(server: str, browser: object) -> 
     officer.goto(f"{server}/compliance/report")
     officer.wait_for_selector("#report:not(.hidden)")
     assert serious(officer) == []
+    admin = sign_in(browser, server, "it-santos")
+    admin.goto(f"{server}/admin")
+    admin.locator("#documents tr").first.wait_for()
+    assert serious(admin) == []
 
 
 def test_a_clinician_cannot_open_the_compliance_page(server: str, browser: object) -> None:
@@ -498,3 +502,36 @@ def test_a_period_report_with_an_emergency_access_reviewed_on_the_page(
     officer.emulate_media(media="print")
     assert not officer.is_visible("#period") and officer.is_visible("#by-type")
     shot(officer, "08e-period-report-printed")
+
+
+def test_the_administrator_uploads_with_details_sees_the_job_and_removes_the_document(
+    server: str, browser: object, tmp_path: Path
+) -> None:
+    leaflet = tmp_path / "linen.md"
+    leaflet.write_text("# Linen Handling\n\nBag soiled linen at the bedside.\n", "utf-8")
+    admin = sign_in(browser, server, "it-santos")
+    admin.click("#admin-link")
+    admin.wait_for_url(f"{server}/admin")
+    admin.locator("#documents tr", has_text="hand-hygiene-policy").wait_for()
+    assert "restricted document (title withheld)" in admin.inner_text("#documents")
+    admin.locator("#users tr", has_text="dr-okafor").wait_for()  # it_admin administers
+    admin.set_input_files("#files", str(leaflet))
+    admin.fill("#doc_id", "linen-handling")
+    admin.fill("#title", "Linen Handling")
+    admin.fill("#version", "1")
+    admin.fill("#effective_from", "2026-01-01")
+    admin.fill("#departments", "nursing")
+    admin.select_option("#sensitivity", "internal")
+    admin.click("#upload-button")
+    admin.locator("#jobs tr", has_text="linen.md: added").wait_for()
+    row = admin.locator("#documents tr", has_text="linen-handling")
+    row.wait_for()
+    assert "Linen Handling" in row.inner_text() and "nursing" in row.inner_text()
+    shot(admin, "09-administration")
+    admin.on("dialog", lambda dialog: dialog.accept())
+    row.locator("button.remove").click()
+    admin.locator("#documents-note", has_text="Removed linen-handling").wait_for()
+    admin.locator("#documents tr", has_text="linen-handling").wait_for(state="detached")
+    clinician = sign_in(browser, server, "dr-okafor")
+    assert not clinician.is_visible("#admin-link")
+    assert clinician.goto(f"{server}/admin").status == 404

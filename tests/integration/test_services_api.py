@@ -400,6 +400,64 @@ def test_uploads_are_for_it_staff_limited_in_size_and_ingested_in_the_background
     assert ingested[-1]["actor"]["user"] == "it-santos"
 
 
+def test_the_administrator_uploads_with_details_lists_and_removes_documents(
+    client: TestClient, data_dir: Path
+) -> None:
+    assert sign_in(client, "dr-okafor") == 200
+    assert client.get("/api/admin/documents").status_code == 404
+    assert sign_in(client, "it-santos") == 200
+    listed = {d["doc_id"]: d for d in client.get("/api/admin/documents").json()}
+    assert listed["care-plan-p10234"]["title"] == "restricted document (title withheld)"
+    assert listed["hand-hygiene-policy"]["title"] == "Hand Hygiene Policy"
+    assert listed["hand-hygiene-policy"]["chunks"] > 0
+    body = b"# Linen Handling\n\nBag soiled linen at the bedside in a red alginate bag.\n"
+    details = {"doc_id": "linen-handling", "title": "Linen Handling", "version": "2",
+               "doc_type": "procedure", "effective_from": "2026-01-01",
+               "departments": "Nursing, ICU", "sensitivity": "internal", "owner": "facilities"}  # fmt: skip
+    bad = client.post("/api/documents", files={"data": ("linen.md", body, "text/markdown")},
+                      data={**details, "effective_from": "first of May"}, headers=csrf(client))  # fmt: skip
+    assert bad.status_code == 400 and "effective_from" in bad.json()["detail"]
+    two = [("data", ("a.md", body, "text/markdown")), ("data", ("b.md", body, "text/markdown"))]
+    assert (
+        client.post("/api/documents", files=two, data=details, headers=csrf(client)).status_code
+        == 400
+    )
+    accepted = client.post("/api/documents", files={"data": ("linen.md", body, "text/markdown")},
+                           data=details, headers=csrf(client))  # fmt: skip
+    assert accepted.status_code == 202, accepted.text
+    job = finished_job(client, accepted.json()["job_id"])
+    assert job["outcomes"][0]["status"] == "added", job
+    linen = {d["doc_id"]: d for d in client.get("/api/admin/documents").json()}["linen-handling"]
+    assert (linen["title"], linen["version"], linen["owner"]) == (
+        "Linen Handling",
+        "2",
+        "facilities",
+    )
+    assert sorted(linen["departments"]) == ["icu", "nursing"]
+    # a sidecar beside its document describes it and is not a document itself; a
+    # confidential document without departments is said to be readable by few
+    sidecar = b"doc_id: theatre-rota\ntitle: Theatre Rota\nsensitivity: confidential\n"
+    pair = [("data", ("rota.md", b"# Theatre Rota\n\nLists start at 08:00.\n", "text/markdown")),
+            ("data", ("rota.md.meta.yaml", sidecar, "application/yaml"))]  # fmt: skip
+    accepted = client.post("/api/documents", files=pair, headers=csrf(client))
+    assert accepted.status_code == 202 and accepted.json()["files"] == ["rota.md"]
+    job = finished_job(client, accepted.json()["job_id"])
+    assert job["outcomes"][0]["doc_id"] == "theatre-rota"
+    assert job["outcomes"][0]["warning"].startswith("no departments")
+    jobs = client.get("/api/admin/jobs").json()
+    assert jobs[0]["job_id"] == accepted.json()["job_id"] and jobs[0]["user_id"] == "it-santos"
+    users = {u["user"]: u for u in client.get("/api/admin/users").json()}
+    assert users["it-santos"]["has_password"] and "it_admin" in users["it-santos"]["roles"]
+    removed = client.delete("/api/admin/documents/linen-handling", headers=csrf(client))
+    assert removed.status_code == 200 and removed.json() == {"removed": ["linen-handling"]}
+    again = client.delete("/api/admin/documents/linen-handling", headers=csrf(client))
+    assert again.status_code == 404
+    removal = audit_entries(data_dir / "data", "removal")[-1]
+    assert removal["details"]["doc_id"] == "linen-handling"
+    assert removal["actor"]["user"] == "it-santos"
+    client.delete("/api/admin/documents/theatre-rota", headers=csrf(client))
+
+
 def test_every_response_carries_the_security_headers(client: TestClient) -> None:
     response = client.get("/login")
     csp = response.headers["content-security-policy"]
