@@ -41,6 +41,9 @@ class DocumentMetadata(BaseModel):
     patient_id: str | None = None
     authority: Authority | None = None
     """Which document prevails where two disagree; see ``standing``."""
+    ocr_confidence: dict[int, float] = {}
+    """Pages of a scan read by OCR, each with the recogniser's mean word confidence
+    (0-100); set by ingestion, never by a document's own metadata."""
 
     @field_validator("doc_id", "superseded_by", "patient_id")
     @classmethod
@@ -114,6 +117,8 @@ class ParsedDocument:
     blocks: tuple[Block, ...]
     title: str | None = None
     front_matter: dict[str, object] = field(default_factory=dict)
+    ocr_confidence: dict[int, float] = field(default_factory=dict)
+    """Pages read by OCR, with the recogniser's mean word confidence (0-100)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,10 @@ class AnswerSentence:
     citations: tuple[Citation, ...] = ()
 
 
+LOW_SCAN_CONFIDENCE = 80.0
+"""Below this mean word confidence a page read by OCR is flagged: check the original."""
+
+
 @dataclass(frozen=True, slots=True)
 class CitedSpan:
     """What the clinician's page shows for one citation: where the quoted span stands
@@ -198,8 +207,16 @@ class CitedSpan:
     start: int
     end: int
     quote: str
+    scan_confidence: float | None = None
+    """For a page read from a scan by OCR: the recogniser's confidence (0-100)."""
 
     def to_dict(self) -> dict[str, object]:
+        scan: dict[str, object] = {}
+        if self.scan_confidence is not None:
+            scan = {
+                "scan_confidence": self.scan_confidence,
+                "scan_check": self.scan_confidence < LOW_SCAN_CONFIDENCE,
+            }
         return {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -212,6 +229,7 @@ class CitedSpan:
             "start": self.start,
             "end": self.end,
             "quote": self.quote,
+            **scan,
         }
 
 

@@ -26,6 +26,10 @@ class CitationBody(TypedDict):
     start: int
     end: int
     quote: str
+    scan_confidence: NotRequired[float]
+    """A page read from a scan by OCR: the recogniser's mean word confidence, 0-100."""
+    scan_check: NotRequired[bool]
+    """True when that confidence is low: check the quote against the original."""
 
 
 class SentenceBody(TypedDict):

@@ -100,6 +100,23 @@ def readiness(client: Any, headers: dict[str, str] | None = None) -> Any:
     raise AssertionError("the service was still warming up after 120 s")
 
 
+def scanned_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF that is only an image of ``lines`` (a scan: no text layer), drawn
+    at 300 dpi in Pillow's own font."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    page = Image.new("L", (2480, 160 + 70 * len(lines)), 255)
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=44)
+    for number, line in enumerate(lines):
+        draw.text((150, 100 + 70 * number), line, fill=0, font=font)
+    out = io.BytesIO()
+    page.save(out, "PDF", resolution=300)
+    return out.getvalue()
+
+
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(data_dir=data_dir, **overrides)  # type: ignore[arg-type]
 

@@ -353,5 +353,5 @@ def _cited_span(chunk: Chunk, located: LocatedQuote) -> CitedSpan:
     return CitedSpan(
         chunk.chunk_id, chunk.doc_id, meta.title, meta.version, meta.effective_from.isoformat(),
         meta.superseded_by, chunk.heading_path, chunk.page, located.start, located.end,
-        located.text,
+        located.text, meta.ocr_confidence.get(chunk.page) if chunk.page is not None else None,
     )  # fmt: skip

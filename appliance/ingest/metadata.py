@@ -66,6 +66,9 @@ def build_metadata(
     fields.update(defaults)
     fields.update(parsed.front_matter)
     fields.update(sidecar)
+    fields.pop("ocr_confidence", None)  # what the recogniser said, not the document
+    if parsed.ocr_confidence:
+        fields["ocr_confidence"] = dict(parsed.ocr_confidence)
     try:
         return DocumentMetadata.model_validate(fields)
     except ValidationError as error:

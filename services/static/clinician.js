@@ -9,7 +9,14 @@ function describe(span) {
   if (span.heading_path.length) parts.push(span.heading_path.join(" > "));
   if (span.page) parts.push(`page ${span.page}`);
   parts.push(`version ${span.version}`, `effective ${span.effective_from}`);
+  if (span.scan_confidence !== undefined) parts.push(scanNote(span));
   return parts.join(" | ");
+}
+
+// A page read from a scan is only as good as the recogniser's reading of it.
+function scanNote(span) {
+  const read = `read from a scan (OCR confidence ${Math.round(span.scan_confidence)}%)`;
+  return span.scan_check ? `${read}: check against the original` : read;
 }
 
 const SOURCE_HINT = "Choose a citation to see its source.";
@@ -85,6 +92,7 @@ function renderAnswer(answer, asOf) {
         button.addEventListener("click", () => showSource(span, cited, answer.request_id));
         button.addEventListener("mouseenter", () => showSource(span, cited, answer.request_id));
         into.append(button);
+        if (span.scan_check) into.append(element("span", `scan: ${scanNote(span)}`, "scan-check"));
       }
     };
     // Rows of a table quoted one after another are shown as one table, each row with
@@ -344,6 +352,7 @@ async function showSource(span, number, citedIn) {
   pane.replaceChildren();
   pane.append(element("h2", `[${number}] ${doc.title}`));
   pane.append(element("p", describe(span), "meta"));
+  if (span.scan_check) pane.append(element("p", `This page was ${scanNote(span)}.`, "warning"));
   if (doc.superseded_by) pane.append(supersededNote(doc));
   // Focusable so that a keyboard can scroll it; not live, so that a screen reader says
   // only the highlighted passage (below), never the whole document.

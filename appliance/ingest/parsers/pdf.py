@@ -2,12 +2,15 @@
 
 Why pdfplumber: it exposes every character with its font size and position, finds
 ruled tables, and lets text inside those tables be excluded from the running text,
-so a table becomes one Markdown table and not a jumble of cells. Scanned PDFs (no
-text layer) are refused: OCR belongs before ingestion.
+so a table becomes one Markdown table and not a jumble of cells. A page with no text
+layer but an image (a scan) is read by OCR (``appliance/ingest/ocr.py``) when Tesseract
+is installed, and keeps the recogniser's confidence; without it a scanned PDF is refused
+with the reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from collections import Counter
@@ -20,6 +23,7 @@ from pdfminer.pdfparser import PDFSyntaxError
 from pdfplumber.utils.exceptions import PdfminerException
 
 from appliance.ingest.errors import IngestError
+from appliance.ingest.ocr import RESOLUTION, OcrUnavailable, ReadPage, read_page
 from appliance.ingest.parse_limits import LimitExceeded, check_pages
 from appliance.ingest.textbuilder import TextBuilder
 from appliance.records import BlockKind, ParsedDocument
@@ -72,10 +76,14 @@ def parse(path: Path, raw: bytes) -> ParsedDocument:
 def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
     check_pages(len(pdf.pages))
     pages = []
+    scanned: dict[int, ReadPage] = {}
     for page in pdf.pages:
         tables = page.find_tables()
         text_page = page.filter(_outside([t.bbox for t in tables]))
-        pages.append((page.page_number, tables, text_page.extract_text_lines(return_chars=True)))
+        lines = text_page.extract_text_lines(return_chars=True)
+        if not lines and not tables and page.images:
+            scanned[page.page_number] = _read_scan(path, page)
+        pages.append((page.page_number, tables, lines))
     sizes = Counter(
         round(c["size"], 1)
         for _number, _tables, lines in pages
@@ -83,7 +91,7 @@ def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
         for c in line["chars"]
         if c["text"].strip()
     )
-    if not sizes and not any(tables for _number, tables, _lines in pages):
+    if not sizes and not scanned and not any(tables for _number, tables, _lines in pages):
         raise IngestError(
             path,
             "the PDF has no text layer (a scanned or image-only document)",
@@ -97,6 +105,12 @@ def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
     builder = TextBuilder()
     title = (pdf.metadata or {}).get("Title") or None
     for number, tables, lines in pages:
+        if number in scanned:
+            for kind, text in scanned[number].blocks:
+                builder.add(kind, text, page=number, level=2 if kind == "heading" else 0)
+                if kind == "heading" and title is None:
+                    title = text
+            continue
         items: list[tuple[float, BlockKind, Any, int]] = [
             (t.bbox[1], "table", t, 0) for t in tables
         ]
@@ -108,7 +122,21 @@ def _parse_pages(path: Path, pdf: pdfplumber.PDF) -> ParsedDocument:
                 builder.add(kind, content, page=number, level=level)
                 if kind == "heading" and title is None:
                     title = content
-    return builder.build(title=title if isinstance(title, str) else None)
+    parsed = builder.build(title=title if isinstance(title, str) else None)
+    read = {number: page.confidence for number, page in scanned.items()}
+    return dataclasses.replace(parsed, ocr_confidence=read) if read else parsed
+
+
+def _read_scan(path: Path, page: Any) -> ReadPage:
+    """A page that is only an image, read by OCR."""
+    try:
+        return read_page(page.to_image(resolution=RESOLUTION).original)
+    except OcrUnavailable as error:
+        raise IngestError(
+            path,
+            f"page {page.page_number} has no text layer (a scanned page) and {error}",
+            "Install tesseract-ocr, or run the PDF through OCR first, then ingest it.",
+        ) from error
 
 
 def _paragraphs(

@@ -5,10 +5,13 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
+from appliance.ingest import ocr
 from appliance.ingest.errors import IngestError
+from appliance.ingest.ocr import ocr_available
 from appliance.ingest.parsers import parser_for
 from appliance.ingest.parsers.text import decode
-from tests.conftest import SAMPLE_CORPUS
+from appliance.records import CitedSpan
+from tests.conftest import SAMPLE_CORPUS, scanned_pdf
 
 
 def parse(name: str):
@@ -96,6 +99,43 @@ def test_image_only_pdf_is_refused_with_a_remedy(tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="no text layer") as error:
         parser_for(tmp_path / "scan.pdf")(tmp_path / "scan.pdf", raw)
     assert "OCR" in str(error.value)
+
+
+SCAN = ["Blood Transfusion Checklist", "", "Check the identity band against the",
+        "prescription before every unit is hung."]  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not ocr_available(), reason="needs Debian's tesseract-ocr (.ci/run installs it)"
+)
+def test_a_scanned_pdf_is_read_by_ocr_and_keeps_its_confidence(tmp_path: Path) -> None:
+    path = tmp_path / "checklist.pdf"
+    parsed = parser_for(path)(path, scanned_pdf(SCAN))
+    assert parsed.title == "Blood Transfusion Checklist"
+    assert "Check the identity band against the prescription before every unit is hung." in (
+        blocks_of(parsed, "paragraph")
+    )
+    assert list(parsed.ocr_confidence) == [1] and parsed.ocr_confidence[1] > 80
+    assert all(b.page == 1 for b in parsed.blocks)
+
+
+def test_a_scanned_pdf_without_tesseract_is_refused_with_the_remedy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ocr, "ocr_available", lambda: False)  # a machine without it
+    path = tmp_path / "checklist.pdf"
+    with pytest.raises(IngestError, match="page 1 has no text layer") as error:
+        parser_for(path)(path, scanned_pdf(SCAN))
+    assert "tesseract-ocr" in str(error.value)
+
+
+def test_a_cited_scan_is_flagged_when_its_reading_is_uncertain() -> None:
+    span = CitedSpan("c", "d", "T", "1", "2026-01-01", None, (), 1, 0, 4, "text", 61.0)
+    assert span.to_dict()["scan_check"] is True and span.to_dict()["scan_confidence"] == 61.0
+    clear = CitedSpan("c", "d", "T", "1", "2026-01-01", None, (), 1, 0, 4, "text", 95.0)
+    assert clear.to_dict()["scan_check"] is False
+    typed = CitedSpan("c", "d", "T", "1", "2026-01-01", None, (), 1, 0, 4, "text")
+    assert "scan_check" not in typed.to_dict()
 
 
 def test_encrypted_pdf_is_refused(tmp_path: Path) -> None:
