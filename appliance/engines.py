@@ -15,6 +15,7 @@ from appliance.access.break_glass import BreakGlassLedger
 from appliance.access.guard import AccessGuard
 from appliance.access.policy import PolicyStore
 from appliance.access.subjects import SubjectDirectory
+from appliance.access.vocabulary import Vocabulary
 from appliance.answer import AnswerGates, AnswerPipeline
 from appliance.audit_trail import AuditTrail
 from appliance.generate.base import Generator
@@ -339,6 +340,12 @@ class Appliance:
     @cached_property
     def subjects(self) -> SubjectDirectory:
         return SubjectDirectory(self.settings.access_dir / "subjects.toml", self.audit_trail)
+
+    def vocabulary(self) -> Vocabulary:
+        """The roles and departments the site has now (policy, users, documents): what a
+        change to the users or the policy may name without saying it is new."""
+        labels = [d for r in self.catalog.documents() for d in r.metadata.departments]
+        return Vocabulary.of(self.policy.current(), self.subjects.subjects().values(), labels)
 
     @cached_property
     def retriever(self) -> HybridRetriever:

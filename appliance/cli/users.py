@@ -51,12 +51,9 @@ def _attributes(
 def vocabulary(appliance: Appliance) -> Vocabulary:
     """What the site has now: the policy's names, the users' and the documents' labels."""
     try:
-        policy = appliance.policy.current()
-        subjects = appliance.subjects.subjects().values()
+        return appliance.vocabulary()
     except (PolicyError, ValueError) as error:
         raise fail(str(error)) from None
-    labels = [d for r in appliance.catalog.documents() for d in r.metadata.departments]
-    return Vocabulary.of(policy, subjects, labels)
 
 
 def _check_known(appliance: Appliance, attributes: Attributes, new: bool) -> None:

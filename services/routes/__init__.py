@@ -71,7 +71,12 @@ def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[R
         ),
         Router(
             "/api/admin",
-            route_handlers=[administration.users],
+            route_handlers=[
+                administration.users,
+                administration.add_user,
+                administration.change_user,
+                administration.remove_user,
+            ],
             guards=[may("administer")],
             dependencies=DEPENDENCIES,
         ),

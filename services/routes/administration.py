@@ -6,13 +6,16 @@ with the administrator as its actor."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import cast
 
-from litestar import Request, delete, get
-from litestar.exceptions import NotFoundException
-from litestar.params import FromPath
+from litestar import Request, delete, get, patch, post
+from litestar.exceptions import ClientException, NotFoundException
+from litestar.params import FromPath, JSONBody
 
-from appliance.access.rules import Resource
+from appliance.access.rules import Resource, Subject
+from appliance.access.subjects import Attributes, UnknownSubject
+from appliance.engines import Appliance
 from services.routes.layers import Asker, Engines, Service
 from services.schemas import AdminDocumentBody, JobBody, RemovedBody, UserBody
 from services.security import ERROR_RESPONSES
@@ -87,13 +90,107 @@ def users(service: Service, engines: Engines) -> list[UserBody]:
     """Who may sign in locally and what the directory gives them (changed with
     ``appliance users``)."""
     with_password = set(service.accounts.users())
-    return [
-        {
-            "user": s.user_id,
-            "roles": list(s.roles),
-            "departments": list(s.departments),
-            "care_team": list(s.care_team),
-            "has_password": s.user_id in with_password,
-        }
-        for s in engines.subjects.subjects().values()
-    ]
+    return [_user_body(with_password, s) for s in engines.subjects.subjects().values()]
+
+
+@dataclass
+class Names:
+    """Roles, departments and care-team patients, as a change names them."""
+
+    roles: list[str] = field(default_factory=list)
+    departments: list[str] = field(default_factory=list)
+    care_team: list[str] = field(default_factory=list)
+
+    def attributes(self) -> Attributes:
+        return Attributes(
+            tuple(r.strip() for r in self.roles if r.strip()),
+            tuple(d.strip().lower() for d in self.departments if d.strip()),
+            tuple(p.strip() for p in self.care_team if p.strip()),
+        )
+
+
+@dataclass
+class NewUser(Names):
+    user: str = ""
+    new: bool = False
+    """The roles or departments named are new to the site (not a typo)."""
+
+
+@dataclass
+class UserChange:
+    grant: Names = field(default_factory=Names)
+    revoke: Names = field(default_factory=Names)
+    new: bool = False
+
+
+def _user_body(with_password: set[str], subject: Subject) -> UserBody:
+    return {
+        "user": subject.user_id, "roles": list(subject.roles),
+        "departments": list(subject.departments), "care_team": list(subject.care_team),
+        "has_password": subject.user_id in with_password,
+    }  # fmt: skip
+
+
+def _known(engines: Appliance, attributes: Attributes, new: bool) -> None:
+    """A name the site does not have is a typo unless the administrator says it is new."""
+    if new:
+        return
+    known = engines.vocabulary()
+    problem = known.unknown_roles(attributes.roles) or known.unknown_departments(
+        attributes.departments
+    )
+    if problem:
+        raise ClientException(f"{problem} (tick 'new' if it is meant)")
+
+
+@post("/users", sync_to_thread=True, status_code=200, summary="Add a user",
+      responses=ERROR_RESPONSES)  # fmt: skip
+def add_user(
+    data: JSONBody[NewUser], subject: Asker, service: Service, engines: Engines
+) -> UserBody:
+    """Audited as account_change with the administrator as actor; a password is set
+    with ``appliance-web accounts set-password``."""
+    attributes = data.attributes()
+    _known(engines, attributes, data.new)
+    try:
+        added = engines.subjects.add(data.user.strip(), attributes, subject.user_id)
+    except ValueError as error:
+        raise ClientException(str(error)) from None
+    return _user_body(set(service.accounts.users()), added)
+
+
+@patch("/users/{user_id:str}", sync_to_thread=True, summary="Grant and revoke",
+       responses=ERROR_RESPONSES)  # fmt: skip
+def change_user(
+    user_id: FromPath[str], data: JSONBody[UserChange], subject: Asker, service: Service,
+    engines: Engines,
+) -> UserBody:  # fmt: skip
+    """Roles, departments and care-team patients granted and revoked at once; in force
+    from the user's next request."""
+    grant = data.grant.attributes()
+    _known(engines, grant, data.new)
+    try:
+        changed = engines.subjects.change(
+            user_id, subject.user_id, grant=grant, revoke=data.revoke.attributes()
+        )
+    except UnknownSubject:
+        raise NotFoundException(f"no user {user_id!r}") from None
+    except ValueError as error:
+        raise ClientException(str(error)) from None
+    return _user_body(set(service.accounts.users()), changed)
+
+
+@delete("/users/{user_id:str}", sync_to_thread=True, status_code=200,
+        summary="Remove a user", responses=ERROR_RESPONSES)  # fmt: skip
+def remove_user(
+    user_id: FromPath[str], subject: Asker, service: Service, engines: Engines
+) -> RemovedBody:
+    """Out of the directory and without a password: their sessions end at once."""
+    if user_id == subject.user_id:
+        raise ClientException("you cannot remove yourself")
+    try:
+        engines.subjects.remove(user_id, subject.user_id)
+    except UnknownSubject:
+        raise NotFoundException(f"no user {user_id!r}") from None
+    service.accounts.remove(user_id)
+    return {"removed": [user_id]}

@@ -68,6 +68,66 @@ async function loadDocuments() {
   document.getElementById("documents-note").textContent ||= `${documents.length} documents.`;
 }
 
+let editing = null; // the user whose row is being changed, as listed
+
+function listOf(id) {
+  return document.getElementById(id).value.split(",").map((v) => v.trim()).filter(Boolean);
+}
+
+function resetUserForm() {
+  editing = null;
+  document.getElementById("user-form").reset();
+  document.getElementById("user-id").readOnly = false;
+  document.getElementById("user-save").textContent = "Add user";
+  document.getElementById("user-cancel").classList.add("hidden");
+}
+
+function editUser(user) {
+  editing = user;
+  document.getElementById("user-id").value = user.user;
+  document.getElementById("user-id").readOnly = true;
+  document.getElementById("user-roles").value = user.roles.join(", ");
+  document.getElementById("user-departments").value = user.departments.join(", ");
+  document.getElementById("user-care-team").value = user.care_team.join(", ");
+  document.getElementById("user-save").textContent = `Save ${user.user}`;
+  document.getElementById("user-cancel").classList.remove("hidden");
+  document.getElementById("user-roles").focus();
+}
+
+// What the form now says, against what the user had: granted and revoked.
+function difference(before, after) {
+  return { added: after.filter((v) => !before.includes(v)), removed: before.filter((v) => !after.includes(v)) };
+}
+
+async function saveUser(event) {
+  event.preventDefault();
+  const error = document.getElementById("user-error");
+  error.textContent = "";
+  const wanted = { roles: listOf("user-roles"), departments: listOf("user-departments").map((d) => d.toLowerCase()),
+                   care_team: listOf("user-care-team") };
+  const isNew = document.getElementById("user-new").checked;
+  try {
+    if (editing) {
+      const grant = {}, revoke = {};
+      for (const name of ["roles", "departments", "care_team"]) {
+        const { added, removed } = difference(editing[name], wanted[name]);
+        grant[name] = added;
+        revoke[name] = removed;
+      }
+      await api("PATCH", `/api/admin/users/${encodeURIComponent(editing.user)}`, { grant, revoke, new: isNew });
+      document.getElementById("user-note").textContent = `Changed ${editing.user}.`;
+    } else {
+      const user = document.getElementById("user-id").value.trim();
+      await api("POST", "/api/admin/users", { user, ...wanted, new: isNew });
+      document.getElementById("user-note").textContent = `Added ${user}; set a password on the appliance.`;
+    }
+    resetUserForm();
+    await loadUsers();
+  } catch (problem) {
+    error.textContent = problem.message;
+  }
+}
+
 async function loadUsers() {
   let users;
   try { users = await api("GET", "/api/admin/users"); }
@@ -76,8 +136,29 @@ async function loadUsers() {
   const body = document.getElementById("users");
   body.replaceChildren();
   for (const user of users) {
-    body.append(cells(element("tr"), [user.user, user.roles.join(", "), user.departments.join(", "),
-                                      user.care_team.join(", "), user.has_password ? "set" : "none"]));
+    const row = cells(element("tr"), [user.user, user.roles.join(", "), user.departments.join(", "),
+                                      user.care_team.join(", "), user.has_password ? "set" : "none"]);
+    const actions = element("td");
+    const change = element("button", "Change", "small change");
+    change.type = "button";
+    change.setAttribute("aria-label", `Change ${user.user}`);
+    change.addEventListener("click", () => editUser(user));
+    const remove = element("button", "Remove", "small remove");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Remove ${user.user}`);
+    remove.addEventListener("click", async () => {
+      if (!window.confirm(`Remove ${user.user}? They are signed out and can no longer sign in.`)) return;
+      try {
+        await api("DELETE", `/api/admin/users/${encodeURIComponent(user.user)}`);
+        document.getElementById("user-note").textContent = `Removed ${user.user}.`;
+      } catch (problem) {
+        document.getElementById("user-error").textContent = problem.message;
+      }
+      await loadUsers();
+    });
+    actions.append(change, " ", remove);
+    row.append(actions);
+    body.append(row);
   }
 }
 
@@ -124,5 +205,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   const me = await api("GET", "/api/me");
   document.getElementById("who").textContent = `${me.user_id} (${me.roles.join(", ")})`;
   document.getElementById("upload").addEventListener("submit", upload);
+  document.getElementById("user-form").addEventListener("submit", saveUser);
+  document.getElementById("user-cancel").addEventListener("click", resetUserForm);
   await Promise.all([loadJobs(), loadDocuments(), loadUsers()]);
 });

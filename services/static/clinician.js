@@ -64,7 +64,10 @@ function renderAnswer(answer, asOf) {
       box.append(element("p", "Closest sources (open one to read it):"));
       const list = element("ul");
       answer.closest_sources.forEach((source, index) => {
-        const open = element("button", `${source.title} - ${source.heading_path.join(" > ")}`, "source-link");
+        // The heading path starts with the document's own title: it is said once.
+        const sections = source.heading_path.filter((heading, n) => n > 0 || heading !== source.title);
+        const label = sections.length ? `${source.title}: ${sections.join(" > ")}` : source.title;
+        const open = element("button", label, "source-link");
         open.type = "button";
         open.addEventListener("click", () => showSource(source, index + 1, answer.request_id));
         const item = element("li");

@@ -448,6 +448,33 @@ def test_the_administrator_uploads_with_details_lists_and_removes_documents(
     assert jobs[0]["job_id"] == accepted.json()["job_id"] and jobs[0]["user_id"] == "it-santos"
     users = {u["user"]: u for u in client.get("/api/admin/users").json()}
     assert users["it-santos"]["has_password"] and "it_admin" in users["it-santos"]["roles"]
+    # users: added, changed and removed by the administrator, typos refused, all audited
+    typo = client.post("/api/admin/users", json={"user": "nurse-ade", "roles": ["nruse"]},
+                       headers=csrf(client))  # fmt: skip
+    assert typo.status_code == 400 and "did you mean nurse" in typo.json()["detail"]
+    added = client.post(
+        "/api/admin/users",
+        json={"user": "nurse-ade", "roles": ["nurse"], "departments": ["Cardiology"]},
+        headers=csrf(client),
+    )  # fmt: skip
+    assert added.status_code == 200 and added.json()["departments"] == ["cardiology"]
+    changed = client.patch(
+        "/api/admin/users/nurse-ade",
+        json={"grant": {"care_team": ["P-10234"]}, "revoke": {"departments": ["cardiology"]}},
+        headers=csrf(client),
+    )  # fmt: skip
+    assert changed.status_code == 200, changed.text
+    assert (changed.json()["departments"], changed.json()["care_team"]) == ([], ["P-10234"])
+    unknown = client.patch("/api/admin/users/nobody-here", json={"grant": {"roles": ["nurse"]}},
+                           headers=csrf(client))  # fmt: skip
+    assert unknown.status_code == 404
+    assert client.delete("/api/admin/users/it-santos", headers=csrf(client)).status_code == 400
+    assert client.delete("/api/admin/users/nurse-ade", headers=csrf(client)).status_code == 200
+    accounts = [e for e in audit_entries(data_dir / "data", "account_change")
+                if e["details"]["user"] == "nurse-ade"]  # fmt: skip
+    assert [(e["details"]["action"], e["actor"]["user"]) for e in accounts] == [
+        ("added", "it-santos"), ("changed", "it-santos"), ("removed", "it-santos"),
+    ]  # fmt: skip
     removed = client.delete("/api/admin/documents/linen-handling", headers=csrf(client))
     assert removed.status_code == 200 and removed.json() == {"removed": ["linen-handling"]}
     again = client.delete("/api/admin/documents/linen-handling", headers=csrf(client))
