@@ -12,6 +12,7 @@ from rich.table import Table
 from appliance.cli.common import console, open_appliance
 from appliance.cli.training import train_reranker, train_verifier
 from appliance.model_registry import ModelNotInstalled, ModelUnavailable, hash_directory
+from appliance.operate.doctor import roles_in_use
 
 models_app = typer.Typer(no_args_is_help=True, help="Inspect, verify and train models.")
 models_app.command("train-reranker")(train_reranker)
@@ -40,10 +41,7 @@ def models_verify() -> None:
     installed fails only if the settings use it; an altered one always fails."""
     failures = 0
     with open_appliance() as appliance:
-        settings = appliance.settings
-        in_use = {settings.embedder_role, "spacy-vectors"}
-        if settings.generator.kind == "llama-cpp":
-            in_use.add(settings.generator.model_role)
+        in_use = roles_in_use(appliance.settings)
         for manifest in appliance.registry.manifests():
             try:
                 resolved = appliance.registry.resolve(manifest.role)

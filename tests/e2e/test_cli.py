@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -223,6 +225,57 @@ def test_users_are_added_granted_revoked_and_removed_checked_and_audited(
     documents = json.loads(runner.invoke(app, ["docs", "list", "--json"]).stdout)
     hygiene = next(d for d in documents if d["doc_id"] == "hand-hygiene-policy")
     assert hygiene["chunks"] > 0 and hygiene["state"] == "indexed" and hygiene["title"]
+
+
+def test_doctor_backup_and_restore(
+    corpus_copy: Path, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    asked = runner.invoke(app, ["ask", "How long should I rub my hands with alcohol gel?",
+                                "--user", "dr-okafor"])  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    checked = runner.invoke(app, ["doctor"])
+    assert checked.exit_code == 0, checked.output
+    for name in ("models", "policy", "users", "stores", "audit log", "witness", "permissions",
+                 "disk", "clock"):  # fmt: skip
+        assert any(line.split()[1:2] == name.split()[:1] for line in checked.output.splitlines())
+    assert "9 of 9 checks pass" in said(checked)
+    key = data_dir / "audit" / "checkpoint-key.pem"
+    key.chmod(0o644)
+    loose = runner.invoke(app, ["doctor"])
+    assert loose.exit_code == 1 and "readable by others" in said(loose)
+    key.chmod(0o600)
+
+    made = runner.invoke(app, ["backup", str(tmp_path / "backups")])
+    assert made.exit_code == 0, made.output
+    [archive] = (tmp_path / "backups").glob("appliance-backup-*.tar.gz")
+    assert archive.stat().st_mode & 0o077 == 0  # patient documents and the signing key
+
+    restored_dir = tmp_path / "restored"
+    monkeypatch.setenv("APPLIANCE_DATA_DIR", str(restored_dir))
+    restored = runner.invoke(app, ["restore", str(archive)])
+    assert restored.exit_code == 0, restored.output
+    assert "stores rebuilt and in agreement" in said(restored)
+    again = runner.invoke(app, ["ask", "How long should I rub my hands with alcohol gel?",
+                                "--user", "dr-okafor"])  # fmt: skip
+    assert again.exit_code == 0 and "20 to 30 seconds" in said(again), again.output
+    assert run_audit(restored_dir, "verify").returncode == 0
+    assert runner.invoke(app, ["restore", str(archive)]).exit_code == 1  # not empty now
+
+    # an archive altered after the backup is refused, naming the file, and leaves nothing
+    tampered = tmp_path / "tampered.tar.gz"
+    with tarfile.open(archive) as original, tarfile.open(tampered, "w:gz") as altered:
+        for member in original.getmembers():
+            content = original.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name == "access/subjects.toml":
+                content += b'\n[users.intruder]\nroles = ["clinician"]\n'
+                member.size = len(content)
+            altered.addfile(member, io.BytesIO(content))
+    empty = tmp_path / "empty"
+    monkeypatch.setenv("APPLIANCE_DATA_DIR", str(empty))
+    refused = runner.invoke(app, ["restore", str(tampered)])
+    assert refused.exit_code == 1 and "access/subjects.toml differs" in said(refused)
+    assert not any(empty.iterdir())
 
 
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:

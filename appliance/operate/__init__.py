@@ -1,0 +1,1 @@
+"""Running the appliance: checking its health, backing it up and restoring it."""
