@@ -269,6 +269,9 @@ class ServiceSettings(_Group):
     (``lexical.engine = "opensearch"``, ``vectors.engine = "qdrant"`` with a URL): the
     embedded stores admit one process. Sessions, sign-in limits and jobs are shared
     through the data directory."""
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object a line (time, level, logger, message, request id) for
+    the site's log collector."""
     warm_up: bool = True
     """Load and run every model once when the service starts; ``/ready`` says "warming
     up" until that is done, so the first question after a restart is not the slow one."""

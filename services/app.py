@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from litestar import Litestar, Request, Response, Router
+import anyio.to_thread
+from litestar import Litestar, Request, Response, Router, get
 from litestar.exceptions import HTTPException
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, get_remote_address
@@ -30,9 +31,11 @@ from appliance.index.base import StoreUnavailable
 from appliance.index.stores import single_process_reason
 from appliance.owner import claim, release
 from appliance.settings import ServiceSettings, Settings
+from services import metrics
 from services.auth import session_of
 from services.pages import PAGE_HANDLERS, STATIC, login
 from services.routes import api_routers
+from services.routes.layers import service_state
 from services.security import (
     HardeningMiddleware,
     JsonDepthMiddleware,
@@ -90,9 +93,14 @@ def _log_errors(request: Request, error: Exception) -> Response[dict[str, object
 
 class MetricsController(PrometheusController):
     """Prometheus text for the scraper (``OperationsOnlyMiddleware`` guards it); not part
-    of the JSON API's schema."""
+    of the JSON API's schema. The gauges are read from the data directory first."""
 
     include_in_schema = False
+
+    @get()
+    async def get(self, request: Request) -> Response:
+        await anyio.to_thread.run_sync(metrics.refresh, service_state(request))
+        return await PrometheusController.get.fn(self)
 
 
 def uvicorn_options(settings: Settings) -> dict[str, object]:

@@ -14,6 +14,7 @@ from appliance.index.stores import single_process_reason
 from appliance.settings import Settings
 from services.accounts import AccountError, LocalAccounts
 from services.app import create_app, uvicorn_options
+from services.logs import logging_config
 from services.sessions import SessionStore
 from services.shared import shared_database
 
@@ -48,6 +49,7 @@ def serve(
         "host": settings.services.host,
         "port": settings.services.port,
         "log_level": "info",
+        "log_config": logging_config(settings.services.log_format),
         **uvicorn_options(settings),
     }
     if processes > 1:  # each worker builds its own app (and engines) from the settings

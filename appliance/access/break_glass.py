@@ -165,6 +165,17 @@ class BreakGlassLedger:
             patient_id,
         )
 
+    def active_count(self) -> int:
+        """Grants in force now, of everyone (for monitoring)."""
+        now = self._now().isoformat()
+        with self._lock:
+            (count,) = self._db.execute(
+                "SELECT count(*) FROM grants WHERE ended_at IS NULL AND granted_at <= ? "
+                "AND expires_at > ?",
+                (now, now),
+            ).fetchone()
+        return int(count)
+
     def end(
         self,
         user_id: str,

@@ -8,10 +8,12 @@ the asker gets an error, never an unaudited answer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -95,28 +97,35 @@ class AnswerPipeline:
         asked = Question(
             question, subject, search_filter, in_force_on, request_id or str(uuid.uuid4())
         )
-        understood = self._understand(question, follows)
+        laps = Laps()
+        with laps("understand"):
+            understood = self._understand(question, follows)
         try:
-            found, question_vectors, relevance = self._search(asked, understood)
+            with laps("search"):
+                found, question_vectors, relevance = self._search(asked, understood)
         except StoreUnavailable as error:
             self._record_store_failure(asked, understood, error)
             raise
         trace = self._trace(asked, understood, found, relevance)
+        trace["timings"] = laps.seconds
         answer = _Answering(
             self._recorder, self._generator.name, self._verifier.name, asked, understood,
             trace, closest=tuple(_source(c.chunk) for c in found.candidates[:3]),
             shown=lambda shown: self._report_break_glass_use(found, shown),
         )  # fmt: skip
 
-        admitted = self._gates.before_generation(
-            asked, understood, found, question_vectors, relevance, trace
-        )
+        with laps("gates"):
+            admitted = self._gates.before_generation(
+                asked, understood, found, question_vectors, relevance, trace
+            )
         if isinstance(admitted, Refusal):
             return answer.refused(admitted)
         context = [ContextPassage(n, c.chunk) for n, c in enumerate(admitted.candidates, 1)]
         in_context = {p.chunk.chunk_id: p.chunk for p in context}
-        generated = self._generate(understood, context, answer)
-        checked = self._citations.check(generated.sentences, in_context, understood)
+        with laps("generate"):
+            generated = self._generate(understood, context, answer)
+        with laps("verify"):
+            checked = self._citations.check(generated.sentences, in_context, understood)
         trace["checks"] = checked.checks
         recheck = self._guard.recheck_answer(subject, checked.supported, asked.in_force_on)
         trace["answer_time_drops"] = [
@@ -310,10 +319,12 @@ class _Answering:
     ) -> Answer:
         understood = self.understood
         read_as = understood.read_as if understood.read_as != understood.asked.strip() else None
+        timings = self.trace.get("timings")
         answer = Answer(
             understood.asked, self.question.request_id, sentences, refusal, closest,
             self.generator, self.verifier, -1,
             decision, scope, read_as, unanswered, conflicts, understood.follows or None,
+            dict(timings) if isinstance(timings, dict) else {},
         )  # fmt: skip
         try:
             receipt = self.recorder.answer(self.question.subject, answer, self.trace)
@@ -325,6 +336,21 @@ class _Answering:
         if self.shown is not None:
             self.shown(answer)
         return answer
+
+
+class Laps:
+    """Seconds each named step took, kept in the order they ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, step: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[step] = round(time.perf_counter() - started, 4)
 
 
 def _source(chunk: Chunk) -> Source:

@@ -3,7 +3,7 @@ ask``, returned by the API, scored by the release gate. One ``to_dict`` serves t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from appliance.generate.base import ShortAnswer
 from appliance.records import Conflict, Refusal, Source, VerifiedSentence
@@ -34,6 +34,9 @@ class Answer:
     follows: str | None = None
     """The previous question of the conversation when this one was read as its
     follow-up (``read_as`` then says how)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds each step took (search, gates, generation, verification), for monitoring;
+    recorded in the audit entry, not shown."""
 
     @property
     def refused(self) -> bool:

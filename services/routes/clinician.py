@@ -13,7 +13,6 @@ from litestar import Request, Response, delete, get, post
 from litestar.datastructures import Cookie
 from litestar.exceptions import ClientException, NotFoundException
 from litestar.params import FromPath, FromQuery, JSONBody
-from prometheus_client import Counter
 
 from appliance.access.break_glass import MAX_DURATION, MAX_REASON_CHARS
 from appliance.access.guard import AccessDenied, NotFound
@@ -24,6 +23,7 @@ from appliance.index.filters import ActiveOn
 from appliance.retrieve.hybrid import QueryError
 from audit.index import AuditIndex, Query
 from audit.reader import LogReader
+from services import metrics
 from services.auth import session_of
 from services.routes.layers import Asker, Engines, Service
 from services.schemas import (
@@ -77,6 +77,7 @@ def ask(
         )  # fmt: skip
     except QueryError as error:
         raise ClientException(str(error)) from None
+    metrics.answered(answer)
     return cast(AnswerBody, answer.to_dict())
 
 
@@ -221,9 +222,6 @@ def _answer_record(
 
 FEEDBACK_KINDS = ("wrong", "unsafe", "unhelpful")
 MAX_FEEDBACK_CHARS = 2000
-FEEDBACK_GIVEN = Counter(
-    "clinical_appliance_feedback", "Answers flagged by clinicians, by kind", ["kind"]
-)
 
 
 @dataclass
@@ -270,7 +268,7 @@ def feedback(
         subject, data.request_id, data.kind, data.comment.strip(), question, documents,
         request_id_of(request.scope),
     )  # fmt: skip
-    FEEDBACK_GIVEN.labels(kind=data.kind).inc()
+    metrics.FEEDBACK.labels(kind=data.kind).inc()
     return {"recorded": True, "audit_entry": receipt.position}
 
 

@@ -24,6 +24,7 @@ from appliance.ingest.metadata import SIDECAR_SUFFIX, sidecar_path
 from appliance.ingest.parsers import PARSERS
 from appliance.ingest.pipeline import DocumentOutcome
 from appliance.records import DocumentMetadata
+from services import metrics
 from services.routes.layers import Asker, Service
 from services.schemas import JobBody, UploadAccepted
 from services.security import ERROR_RESPONSES
@@ -149,6 +150,7 @@ def _run_job(service: ServiceState, job_id: str) -> None:
             "file": outcome.path.name, "status": outcome.status, "doc_id": outcome.doc_id,
             "chunks": outcome.chunks, "error": error and error.replace(str(folder), ""),
         }  # fmt: skip
+        metrics.ingested("upload", outcome.status)
         if warning := _unreadable_warning(service, outcome):
             reported["warning"] = warning
         job.outcomes.append(reported)

@@ -25,6 +25,7 @@ from appliance.access.subjects import UnknownSubject
 from appliance.index.filters import requested_filter
 from appliance.ingest.pipeline import discover
 from appliance.retrieve.hybrid import QueryError
+from services import metrics
 from services.routes.layers import Service, service_state
 
 
@@ -69,6 +70,8 @@ def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
             break
         with service.engine_lock:
             report = service.appliance.ingestor.ingest([path], defaults=data.defaults, actor=actor)
+        for outcome in report.outcomes:
+            metrics.ingested("command", outcome.status)
         outcomes += [
             {
                 "path": str(o.path),

@@ -4,6 +4,7 @@ CSRF, bearer tokens, roles, limits, bad input, and the audit trail behind it all
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -297,6 +298,8 @@ def test_feedback_is_audited_counted_and_listed_for_compliance_and_the_owner(
     assert bad_kind.status_code == 400
     metrics = client.get("/metrics").text
     assert 'clinical_appliance_feedback_total{kind="unsafe"}' in metrics
+    assert 'clinical_appliance_answers_total{outcome="answered",reason=""}' in metrics
+    assert 'clinical_appliance_answer_step_seconds_count{step="generate"}' in metrics
     # another asker cannot flag an answer that is not theirs
     assert sign_in(client, "audit-ito") == 200
     foreign = client.post("/api/feedback", json=flag, headers=csrf(client))
@@ -398,6 +401,9 @@ def test_uploads_are_for_it_staff_limited_in_size_and_ingested_in_the_background
     ingested = [e for e in audit_entries(data_dir / "data", "ingestion")
                 if e["details"]["doc_id"] == "ward-fridge-policy"]  # fmt: skip
     assert ingested[-1]["actor"]["user"] == "it-santos"
+    metrics = client.get("/metrics").text
+    assert 'clinical_appliance_ingested_documents_total{outcome="added",source="upload"}' in metrics
+    assert 'clinical_appliance_ingestion_last_success_timestamp_seconds{source="upload"}' in metrics
 
 
 def test_the_administrator_uploads_with_details_lists_and_removes_documents(
@@ -502,6 +508,12 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
     assert client.app.state.service.warmed.is_set()  # ready only once warmed up
     metrics = client.get("/metrics").text
     assert 'requests_total{app_name="clinical_appliance"' in metrics
+    # what the appliance does, besides the requests: documents, audit, emergency access
+    assert 'clinical_appliance_documents{sensitivity="internal"}' in metrics
+    assert re.search(r"^clinical_appliance_audit_entries [1-9]", metrics, re.M)
+    assert re.search(r"^clinical_appliance_chunks [1-9]", metrics, re.M)
+    assert "clinical_appliance_audit_last_checkpoint_age_seconds" in metrics
+    assert "clinical_appliance_break_glass_active_grants 0.0" in metrics
     schema = client.get("/api/schema/openapi.json").json()
     assert "/api/ask" in schema["paths"]
 
