@@ -12,6 +12,7 @@ from __future__ import annotations
 import typer
 
 from appliance.cli.access import break_glass_app, policy_app
+from appliance.cli.bundle import bundle_app
 from appliance.cli.common import fail
 from appliance.cli.documents import docs_app, ingest
 from appliance.cli.evaluation import evaluate_golden
@@ -37,6 +38,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(policy_app, name="policy")
 app.add_typer(break_glass_app, name="break-glass")
 app.add_typer(users_app, name="users")
+app.add_typer(bundle_app, name="bundle")
 
 
 def main() -> None:

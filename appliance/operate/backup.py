@@ -18,7 +18,6 @@ rebuilds the stores and checks that they hold what the catalog vouches for.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, cast
 
+from appliance.model_registry import sha256_of
 from appliance.settings import Settings
 from audit.checkpoints import load_public_key
 from audit.reader import LogReader
@@ -105,7 +105,7 @@ def backup(settings: Settings, destination: Path) -> BackupReport:
             "documents": documents,
             "chunks": chunks,
             "audit_entries": entries,
-            "files": {name: _sha256(staging / name) for name in copied},
+            "files": {name: sha256_of(staging / name) for name in copied},
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         descriptor = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -138,7 +138,7 @@ def restore(
             data.mkdir(parents=True, exist_ok=True, mode=0o700)
             tar.extractall(data, members=_members(tar, manifest), filter="data")
         for name, expected in manifest["files"].items():
-            if _sha256(data / name) != expected:
+            if sha256_of(data / name) != expected:
                 raise BackupError(
                     f"{name} differs from the backup's manifest: the archive was altered"
                 )
@@ -216,14 +216,6 @@ def _entries(audit_dir: Path) -> int:
     if not (audit_dir / ENTRIES_FILE).exists():
         return 0
     return LogReader(audit_dir).levels().size
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _empty(data: Path) -> None:

