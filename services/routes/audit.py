@@ -100,7 +100,8 @@ def audit_records(
     finally:
         index.close()
     reader = LogReader(engines.settings.audit_dir)
-    entries = [(p, json.loads(reader.record(p).entry)) for p in positions]
+    found = _entries_at(reader, positions)
+    entries = [(p, found[p]) for p in positions]
     names = _names(engines, named_ids([e for _, e in entries]))
     rows: list[AuditRow] = [
         {
@@ -172,7 +173,9 @@ def audit_record(
         finally:
             index.close()
         related = [
-            {"entry": p, **json.loads(reader.record(p).entry)} for p in others if p != position
+            {"entry": p, **entry}
+            for p, entry in _entries_at(reader, others).items()
+            if p != position
         ]
     proof = reader.inclusion_proof(position)
     return {
@@ -301,16 +304,17 @@ def audit_export(
 MAX_REVIEW_NOTE_CHARS = 2000
 
 
-def _entries_at(reader: LogReader, positions: list[int]) -> list[dict[str, Any]]:
-    """The entries at ``positions``, read in one pass from the first of them."""
+def _entries_at(reader: LogReader, positions: list[int]) -> dict[int, dict[str, Any]]:
+    """The entries at ``positions``, read in one pass from the first of them (reading
+    each on its own would scan the log once per entry)."""
     wanted = set(positions)
     if not wanted:
-        return []
-    return [
-        json.loads(record.entry)
+        return {}
+    return {
+        record.position: json.loads(record.entry)
         for record in reader.records(min(wanted))
         if record.position in wanted
-    ]
+    }
 
 
 def _period_report(engines: Appliance, since: str | None, until: str | None) -> PeriodReport:
@@ -323,8 +327,8 @@ def _period_report(engines: Appliance, since: str | None, until: str | None) -> 
     reader = LogReader(engines.settings.audit_dir)
     subjects = engines.subjects.subjects()
     return period_report(
-        _entries_at(reader, in_period), since, until,
-        reviews=_entries_at(reader, reviews),
+        list(_entries_at(reader, in_period).values()), since, until,
+        reviews=list(_entries_at(reader, reviews).values()),
         departments={user: s.departments for user, s in subjects.items()},
         titles={d.doc_id: d.metadata.title for d in engines.catalog.documents()},
         review_days=engines.settings.audit.break_glass_review_days,
@@ -401,9 +405,9 @@ def review_break_glass(
     finally:
         index.close()
     reader = LogReader(engines.settings.audit_dir)
-    if not any(e["details"]["grant_id"] == grant_id for e in _entries_at(reader, granted)):
+    if not any(e["details"]["grant_id"] == grant_id for e in _entries_at(reader, granted).values()):
         raise NotFoundException(f"no emergency access {grant_id}")
-    for earlier in _entries_at(reader, reviewed):
+    for earlier in _entries_at(reader, reviewed).values():
         if earlier["details"]["grant_id"] == grant_id:
             raise ClientException(
                 f"emergency access {grant_id} was reviewed by {earlier['actor']['user']} "
