@@ -58,6 +58,10 @@ def ingest_with_progress(
                 written += outcome.chunks
             if outcome.status == "failed":
                 progress.console.print(f"[red]failed[/red] {outcome.error}")
+            if outcome.warning:
+                progress.console.print(
+                    f"[yellow]warning[/yellow] {outcome.path}: {escape(outcome.warning)}"
+                )
             progress.update(task, advance=1, chunks=written)
 
         return appliance.ingestor.ingest(paths, defaults=defaults, on_outcome=advance)
@@ -107,6 +111,9 @@ def ingest(
         )
         for outcome in report.failed:
             errors.print(f"[red]failed:[/red] {escape(outcome.error or str(outcome.path))}")
+        for outcome in report.outcomes:
+            if outcome.warning:
+                errors.print(f"[yellow]warning:[/yellow] {outcome.path}: {escape(outcome.warning)}")
         pruned = len(done["pruned"])
     else:
         with open_appliance() as appliance:

@@ -81,3 +81,14 @@ def build_metadata(
             f"its metadata is not valid ({problems})",
             f"Fix the front matter or {path.name}{SIDECAR_SUFFIX}.",
         ) from error
+
+
+def readers_warning(metadata: DocumentMetadata) -> str | None:
+    """A document above internal with no departments is readable only by a role the
+    policy grants every department: said at ingestion, never left silently invisible."""
+    if metadata.departments or metadata.sensitivity in ("public", "internal"):
+        return None
+    return (
+        f"no departments: this {metadata.sensitivity} document is readable only by roles "
+        "granted every department; give it departments and ingest it again"
+    )

@@ -21,7 +21,12 @@ from appliance.index.base import STORE_LAYOUT_VERSION, GraphIndex, LexicalIndex,
 from appliance.index.catalog import Catalog
 from appliance.ingest.chunker import CHUNKER_VERSION, Chunker
 from appliance.ingest.errors import IngestError
-from appliance.ingest.metadata import SIDECAR_SUFFIX, build_metadata, read_sidecar
+from appliance.ingest.metadata import (
+    SIDECAR_SUFFIX,
+    build_metadata,
+    read_sidecar,
+    readers_warning,
+)
 from appliance.ingest.parse_limits import LimitExceeded, ParseLimits, parse_budget
 from appliance.ingest.parsers import PARSERS, parser_for
 from appliance.nlp.embedder import Embedder
@@ -41,6 +46,8 @@ class DocumentOutcome:
     doc_id: str | None = None
     chunks: int = 0
     error: str | None = None
+    warning: str | None = None
+    """Ingested, but something a person should fix (``metadata.readers_warning``)."""
 
 
 @dataclass(slots=True)
@@ -317,7 +324,11 @@ class Ingestor:
                 self._trail.ingested(p.metadata, [c.chunk_id for c in p.chunks], actor)
             record(
                 DocumentOutcome(
-                    p.path, "added" if p.is_new else "updated", p.metadata.doc_id, len(p.chunks)
+                    p.path,
+                    "added" if p.is_new else "updated",
+                    p.metadata.doc_id,
+                    len(p.chunks),
+                    warning=readers_warning(p.metadata),
                 )
             )
 

@@ -151,8 +151,8 @@ def _run_job(service: ServiceState, job_id: str) -> None:
             "chunks": outcome.chunks, "error": error and error.replace(str(folder), ""),
         }  # fmt: skip
         metrics.ingested("upload", outcome.status)
-        if warning := _unreadable_warning(service, outcome):
-            reported["warning"] = warning
+        if outcome.warning:
+            reported["warning"] = outcome.warning
         job.outcomes.append(reported)
         service.publish(job)
 
@@ -180,22 +180,6 @@ def _run_job(service: ServiceState, job_id: str) -> None:
     failed = [o for o in job.outcomes if o["status"] == "failed"]
     job.state = "failed" if failed and len(failed) == len(job.files) else "done"
     service.publish(job)
-
-
-def _unreadable_warning(service: ServiceState, outcome: DocumentOutcome) -> str | None:
-    """A document ingested with no departments and above internal is readable only by a
-    role granted every department: said, rather than left silently invisible."""
-    if outcome.status not in ("added", "updated") or outcome.doc_id is None:
-        return None
-    record = service.appliance.catalog.document(outcome.doc_id)
-    if record is None or record.metadata.departments:
-        return None
-    if record.metadata.sensitivity in ("public", "internal"):
-        return None
-    return (
-        f"no departments: this {record.metadata.sensitivity} document is readable only by "
-        "roles granted every department; give it departments and upload it again"
-    )
 
 
 @get(

@@ -76,7 +76,7 @@ def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
             {
                 "path": str(o.path),
                 "outcome": {"status": o.status, "doc_id": o.doc_id, "chunks": o.chunks,
-                            "error": o.error},
+                            "error": o.error, "warning": o.warning},
             }
             for o in report.outcomes
         ]  # fmt: skip

@@ -319,6 +319,18 @@ def test_a_bundle_is_built_signed_verified_and_refused_when_altered(
     assert foreign.exit_code == 1 and "is not signed by the key" in said(foreign)
 
 
+def test_a_document_readable_by_few_is_reported_at_ingestion(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    rota = tmp_path / "theatre-rota.md"
+    rota.write_text(
+        "---\nsensitivity: confidential\n---\n# Theatre Rota\n\nLists start at 08:00.\n"
+    )
+    result = runner.invoke(app, ["ingest", str(rota)])
+    assert result.exit_code == 0, result.output
+    assert "no departments: this confidential document is readable only by roles" in said(result)
+
+
 def test_break_glass_needs_the_right_role_and_a_reason(data_dir: Path) -> None:
     reason = "cardiac arrest in ED, patient P-10234"
     patient = ["--patient", "P-10234"]
