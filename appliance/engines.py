@@ -341,6 +341,13 @@ class Appliance:
     def subjects(self) -> SubjectDirectory:
         return SubjectDirectory(self.settings.access_dir / "subjects.toml", self.audit_trail)
 
+    def store_counts(self) -> dict[str, int]:
+        """The chunks each store holds, to compare with what the catalog vouches for."""
+        counts = {"lexical": self.lexical.count(), "vectors": self.vectors.count()}
+        if self.knowledge_graph is not None:
+            counts["graph"] = self.knowledge_graph.count()
+        return counts
+
     def vocabulary(self) -> Vocabulary:
         """The roles and departments the site has now (policy, users, documents): what a
         change to the users or the policy may name without saying it is new."""

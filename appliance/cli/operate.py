@@ -79,10 +79,7 @@ def restore_command(
         with Appliance(settings) as appliance:
             errors.print("[dim]rebuilding the stores from the catalog...[/dim]")
             written = appliance.ingestor.rebuild_stores()
-            counts = {"lexical": appliance.lexical.count(), "vectors": appliance.vectors.count()}
-            if appliance.knowledge_graph is not None:
-                counts["graph"] = appliance.knowledge_graph.count()
-        return written, counts
+            return written, appliance.store_counts()
 
     try:
         report = restore(settings, archive, rebuild_stores, public_key)

@@ -108,9 +108,7 @@ def _stores(appliance: Appliance, held_by: int | None) -> tuple[Status, str]:
     if held_by is not None:
         return "ok", f"held by the web service (pid {held_by}); its /ready counts them"
     vouched = appliance.catalog.chunk_count()
-    counts = {"lexical": appliance.lexical.count(), "vectors": appliance.vectors.count()}
-    if appliance.knowledge_graph is not None:
-        counts["graph"] = appliance.knowledge_graph.count()
+    counts = appliance.store_counts()
     behind = {store: n for store, n in counts.items() if n != vouched}
     if behind:
         return "fail", (

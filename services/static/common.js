@@ -45,3 +45,21 @@ function localTime(iso) {
     timeZoneName: "short",
   });
 }
+
+// The officer's dates are whole days of their own time zone: "From" its first moment,
+// "To" up to the first moment of the next day, so the "To" day is included.
+function dayStart(date, daysLater = 0) {
+  const moment = new Date(`${date}T00:00:00`);
+  moment.setDate(moment.getDate() + daysLater);
+  return moment.toISOString();
+}
+
+// A file the page made, handed to the browser to save.
+function saveAs(text, name, type) {
+  const link = element("a");
+  link.href = URL.createObjectURL(new Blob([text], { type }));
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+}

@@ -1,13 +1,5 @@
 "use strict";
 
-// The officer's dates are whole days of their own time zone: "From" its first moment,
-// "To" up to the first moment of the next day, so the "To" day is included.
-function dayStart(date, daysLater = 0) {
-  const moment = new Date(`${date}T00:00:00`);
-  moment.setDate(moment.getDate() + daysLater);
-  return moment.toISOString();
-}
-
 function query() {
   const params = new URLSearchParams();
   const since = document.getElementById("since").value;
@@ -149,12 +141,7 @@ async function exportRange() {
     note.textContent = "No entries in these days: nothing to export.";
     return;
   }
-  const link = element("a");
-  link.href = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
-  link.download = "audit-export.jsonl";
-  document.body.append(link);
-  link.click();
-  link.remove();
+  saveAs(text, "audit-export.jsonl", "application/x-ndjson");
   note.textContent = `Exported ${count} entries with their proofs.`;
 }
 

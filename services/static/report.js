@@ -1,13 +1,5 @@
 "use strict";
 
-// The officer's dates are whole days of their own time zone ("To" included), as on the
-// review page.
-function dayStart(date, daysLater = 0) {
-  const moment = new Date(`${date}T00:00:00`);
-  moment.setDate(moment.getDate() + daysLater);
-  return moment.toISOString();
-}
-
 function period() {
   const params = new URLSearchParams();
   const since = document.getElementById("since").value;
@@ -133,12 +125,7 @@ async function downloadCsv() {
     document.getElementById("report-error").textContent = `Download failed: ${response.statusText}`;
     return;
   }
-  const link = element("a");
-  link.href = URL.createObjectURL(new Blob([await response.text()], { type: "text/csv" }));
-  link.download = "audit-report.csv";
-  document.body.append(link);
-  link.click();
-  link.remove();
+  saveAs(await response.text(), "audit-report.csv", "text/csv");
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
