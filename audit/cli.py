@@ -14,14 +14,14 @@ import os
 import sys
 from pathlib import Path
 
-from audit.checkpoints import Checkpoint, load_public_key
+from audit.checkpoints import Checkpoint, load_or_create_key, load_public_key
 from audit.entries import EntryError, time_bound
 from audit.index import AuditIndex, Query
 from audit.log import AuditLog
 from audit.merkle import verify_inclusion
 from audit.reader import LogReader, exported
 from audit.report import PeriodReport, period_report
-from audit.store import PUBLIC_KEY_FILE
+from audit.store import PRIVATE_KEY_FILE, PUBLIC_KEY_FILE
 from audit.verify import verify_log
 from audit.witness import read_witnessed
 
@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("checkpoint", help="print the latest signed checkpoint")
     commands.add_parser("key", help="print the public key auditors verify with")
+    commands.add_parser(
+        "init", help="create the log and its signing key if absent; print the public key"
+    )
 
     show = commands.add_parser("show", help="print one entry")
     show.add_argument("entry", type=int)
@@ -180,6 +183,14 @@ def _checkpoint(directory: Path, _args: argparse.Namespace) -> int:
 def _key(directory: Path, _args: argparse.Namespace) -> int:
     sys.stdout.write((directory / PUBLIC_KEY_FILE).read_text())
     return 0
+
+
+def _init(directory: Path, _args: argparse.Namespace) -> int:
+    """At install, before the service first runs: the key exists (0600, the directory
+    0700) and its public half can be handed to the compliance office at once."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    load_or_create_key(directory / PRIVATE_KEY_FILE, directory / PUBLIC_KEY_FILE)
+    return _key(directory, _args)
 
 
 def _show(directory: Path, args: argparse.Namespace) -> int:
@@ -361,6 +372,7 @@ _COMMANDS = {
     "prove": _prove,
     "checkpoint": _checkpoint,
     "key": _key,
+    "init": _init,
     "show": _show,
     "export": _export,
     "query": _query,

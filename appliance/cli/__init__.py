@@ -17,7 +17,7 @@ from appliance.cli.common import fail
 from appliance.cli.documents import docs_app, ingest
 from appliance.cli.evaluation import evaluate_golden
 from appliance.cli.models import models_app
-from appliance.cli.operate import backup_command, doctor, restore_command
+from appliance.cli.operate import backup_command, doctor, restore_command, version
 from appliance.cli.questions import ask, demo, search
 from appliance.cli.users import users_app
 from appliance.index.base import StoreUnavailable
@@ -33,6 +33,7 @@ app.command("eval")(evaluate_golden)
 app.command()(doctor)
 app.command("backup")(backup_command)
 app.command("restore")(restore_command)
+app.command()(version)
 app.add_typer(docs_app, name="docs")
 app.add_typer(models_app, name="models")
 app.add_typer(policy_app, name="policy")

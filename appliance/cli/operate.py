@@ -1,9 +1,12 @@
-"""``appliance doctor``, ``appliance backup`` and ``appliance restore``: what IT runs
-after an install or an upgrade, every night, and on the day a disk dies."""
+"""``appliance doctor``, ``appliance backup``, ``appliance restore`` and ``appliance
+version``: what IT runs after an install or an upgrade, every night, and on the day a
+disk dies."""
 
 from __future__ import annotations
 
+import json
 import time
+from importlib.metadata import version as installed_version
 from pathlib import Path
 from typing import Annotated
 
@@ -13,11 +16,28 @@ from rich.markup import escape
 from appliance.cli.common import console, errors, fail, open_appliance
 from appliance.cli.running_service import running_service
 from appliance.engines import Appliance
+from appliance.index.base import STORE_LAYOUT_VERSION
 from appliance.operate.backup import BackupError, backup, restore
 from appliance.operate.doctor import run_checks
 from appliance.settings import Settings
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
+
+
+def version(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """The installed version and its store layout: an upgrade that changes the layout
+    rebuilds the stores from the catalog (``appliance docs rebuild-stores``)."""
+    release = {"version": installed_version("clinical-appliance"),
+               "store_layout": STORE_LAYOUT_VERSION}  # fmt: skip
+    if as_json:
+        console.print_json(json.dumps(release))
+    else:
+        console.print(
+            f"clinical-appliance {release['version']} (store layout {STORE_LAYOUT_VERSION})",
+            highlight=False,
+        )
 
 
 def doctor() -> None:
