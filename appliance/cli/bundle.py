@@ -38,6 +38,14 @@ def bundle_build(
     wheels: Annotated[
         bool, typer.Option(help="Build the wheelhouse (needs the package registry).")
     ] = True,
+    extras: Annotated[
+        str,
+        typer.Option(help="Optional dependency groups, comma-separated ('' for none)."),
+    ] = "llm",
+    wheels_from: Annotated[
+        Path | None,
+        typer.Option(help="Take the dependency wheels of an earlier bundle's wheels/ folder."),
+    ] = None,
     server_cache: Annotated[
         Path, typer.Option(help="Where the store server archives were downloaded.")
     ] = SERVER_CACHE,
@@ -48,6 +56,8 @@ def bundle_build(
         try:
             report = build(
                 destination, key, appliance.registry, wheels=wheels, server_cache=server_cache,
+                extras=tuple(e.strip() for e in extras.split(",") if e.strip()),
+                wheels_from=wheels_from,
                 progress=lambda step: errors.print(f"[dim]bundling {step}...[/dim]"),
             )  # fmt: skip
         except BundleError as error:

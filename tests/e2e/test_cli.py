@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from appliance.cli import app
-from tests.conftest import SAMPLE_SUBJECTS, audit_entries
+from appliance.model_registry import ModelRegistry
+from tests.conftest import SAMPLE_SUBJECTS, audit_entries, make_settings
 
 runner = CliRunner()
 
@@ -293,7 +294,12 @@ def test_a_bundle_is_built_signed_verified_and_refused_when_altered(
                                 "--no-wheels", "--server-cache", str(cache)])  # fmt: skip
     assert built.exit_code == 0, built.output
     embedder = next((bundle / "models").glob("embedder--*"))
-    assert (embedder / "manifest.json").is_file() and (embedder / "LICENCE.txt").is_file()
+    assert embedder.name == "embedder--all-MiniLM-L6-v2" and (embedder / "LICENCE.txt").is_file()
+    # The bundle's models folder is a registry of its own: a host whose models_dir points
+    # at it resolves and checks the copied files, with no model package installed.
+    hosted = ModelRegistry(make_settings(tmp_path / "host", models_dir=bundle / "models"))
+    assert hosted.resolve("embedder").directory == embedder
+    assert hosted.resolve("verifier").manifest.threshold is not None
     assert (bundle / "servers" / "opensearch-2.19.6.zip").is_file()
     assert (bundle / "policies" / "policy.csv").is_file()
     public = key.with_suffix(".pub")
