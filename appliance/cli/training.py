@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -100,7 +100,10 @@ def train_reranker(
         report = _with_progress(
             lambda advance: trainer.train(training, held, site / name, provenance, advance)
         )
-        manifest = write_manifest(site, role, name, report, provenance, base.manifest)
+        manifest = write_manifest(
+            site, role, name, report.directory, provenance, base.manifest,
+            threshold=report.threshold,
+        )  # fmt: skip
     by_epoch = [round(r, 3) for r in report.by_epoch]
     console.print(
         f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); "
@@ -197,12 +200,145 @@ def train_verifier(
             lambda advance: trainer.train(training, held, site / name, provenance, advance)
         )
         manifest = write_manifest(
-            site, "verifier", name, report, provenance, base_model.manifest,
+            site, "verifier", name, report.directory, provenance, base_model.manifest,
             "NLI verifier fine-tuned on this site (appliance models train-verifier).",
+            threshold=report.threshold,
         )  # fmt: skip
     console.print(
         f"trained on {report.pairs_train} pairs ({report.pairs_held_out} held out); held-out "
         f"accuracy by epoch {[round(a, 3) for a in report.by_epoch]}; entailment "
         f"threshold {report.threshold:.2f} (F0.5 {report.threshold_score:.3f})\n"
         f"model {report.directory}\nmanifest {manifest}"
+    )
+
+
+def train_generator(
+    medquad: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="MedQuAD pages (JSONL): answer sections."),
+    ] = None,
+    pubmedqa: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="PubMedQA: conclusions and decisions."),
+    ] = None,
+    pubmedqa_skip: Annotated[
+        int,
+        typer.Option(min=0, help="Leave out PubMedQA's first N questions (benchmarks read them)."),
+    ] = 350,
+    pool: Annotated[
+        list[Path] | None,
+        typer.Option(exists=True, dir_okay=False, help="Multi-hop training pools (JSONL)."),
+    ] = None,
+    exclude: Annotated[
+        list[Path] | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Evaluation files (JSONL with 'question'): their questions are never trained on.",
+        ),
+    ] = None,
+    per_source: Annotated[int, typer.Option(min=1, help="At most N questions per source.")] = 400,
+    refusals: Annotated[
+        float, typer.Option(min=0.0, max=0.9, help="Share of questions given others' passages.")
+    ] = 0.2,
+    held_out: Annotated[int, typer.Option(min=0, help="Examples kept out to measure.")] = 24,
+    base: Annotated[str, typer.Option(help="Registry role of the base GGUF model.")] = "llm-small",
+    name: Annotated[str, typer.Option(help="Folder under the site model directory.")] = (
+        "generator-lora"
+    ),
+    role: Annotated[str, typer.Option(help="Registry role the merged model fills.")] = (
+        "llm-tuned"
+    ),
+    steps: Annotated[int, typer.Option(min=1)] = 600,
+    accumulate: Annotated[int, typer.Option(min=1, help="Examples per optimiser step.")] = 4,
+    rank: Annotated[int, typer.Option(min=1, max=256)] = 8,
+    max_tokens: Annotated[int, typer.Option(min=128, max=8192)] = 1024,
+    learning_rate: Annotated[float, typer.Option(min=1e-7, max=1e-1)] = 2e-4,
+    seed: int = 13,
+) -> None:
+    """Fine-tune the answer generator with LoRA on public data (never an evaluation set):
+    the adapter (for vLLM) and the base GGUF with the adapter merged (for llama.cpp),
+    registered under --role; choose it with generator.model_role."""
+    import random
+
+    from appliance.training.generator_examples import (
+        build_examples,
+        excluded_questions,
+        medquad_sources,
+        pool_sources,
+        pubmedqa_sources,
+    )
+    from appliance.training.generator_lora import (
+        GeneratorTrainingReport,
+        LoraRecipe,
+        export_merged_gguf,
+        load_base,
+        merged_deltas,
+        save_adapter,
+        train_lora,
+    )
+    from appliance.training.manifest import now, write_manifest
+
+    pools = pool or []
+    if not (medquad or pubmedqa or pools):
+        raise fail("name training data: --medquad, --pubmedqa or --pool", code=2)
+    rng = random.Random(seed)
+    streams = [medquad_sources(medquad, rng)] if medquad else []
+    streams += [pubmedqa_sources(pubmedqa, rng, pubmedqa_skip)] if pubmedqa else []
+    streams += [pool_sources(path, rng) for path in pools]
+    sources = []
+    for stream in streams:
+        drawn = list(stream)
+        sources += rng.sample(drawn, min(per_source, len(drawn)))
+    examples = build_examples(
+        sources, exclude=excluded_questions(exclude or []), refusal_share=refusals, rng=rng
+    )
+    held, training = examples[:held_out], examples[held_out:]
+    recipe = LoraRecipe(
+        rank=rank, alpha=2 * rank, steps=steps, accumulate=accumulate, max_tokens=max_tokens,
+        learning_rate=learning_rate, seed=seed,
+    )  # fmt: skip
+    provenance = {
+        "trained_at": now(),
+        "trained_on": ", ".join(str(p) for p in [medquad, pubmedqa, *pools] if p),
+        "command": "appliance models train-generator " + " ".join(sys.argv[3:]),
+    }
+    with open_appliance() as appliance:
+        try:
+            base_model = appliance.registry.resolve(base)
+        except ModelUnavailable as error:
+            raise fail(f"--base {base}: {error}", code=2) from None
+        if base_model.manifest.kind != "gguf":
+            raise fail(f"--base {base} is a {base_model.manifest.kind} model, not a GGUF", code=2)
+        gguf_file: Path = appliance.registry.load(base)
+        provenance["base_model"] = f"{base_model.manifest.name} (role {base})"
+        errors.print(f"[dim]{len(training)} examples; loading {gguf_file.name}...[/dim]")
+        model, tokenizer = load_base(gguf_file.parent, gguf_file.name)
+
+        def run(advance: Callable[[int, int], None]) -> tuple[Any, GeneratorTrainingReport]:
+            return train_lora(
+                model, tokenizer, training, recipe, base_name=base_model.manifest.name,
+                held_out=held, progress=advance,
+            )  # fmt: skip
+
+        tuned, report = _with_progress(run)
+        site = appliance.registry.site_models_dir
+        save_adapter(tuned, site / name / "adapter", report)
+        merged = site / name / "gguf"
+        merged.mkdir(parents=True, exist_ok=True)
+        export_merged_gguf(gguf_file, merged_deltas(tuned), merged / "model.gguf")
+        manifest = write_manifest(
+            site, role, f"{name} (LoRA on {base_model.manifest.name}, merged)", merged,
+            provenance, base_model.manifest,
+            "Answer generator fine-tuned on this site (appliance models train-generator).",
+            kind="gguf",
+        )  # fmt: skip
+    console.print(
+        f"{report.examples_used} examples ({report.examples_too_long} too long), "
+        f"{report.steps} steps, {report.tokens_trained} tokens in {report.seconds:.0f} s; "
+        f"loss {report.loss_by_step[0]:.3f} -> {report.loss_by_step[-1]:.3f}"
+        + (f", held out {report.held_out_loss:.3f}" if report.held_out_loss is not None else "")
+        + f"\nadapter {site / name / 'adapter'}\nmodel {merged / 'model.gguf'}"
+        + f"\nmanifest {manifest}",
+        highlight=False,
     )

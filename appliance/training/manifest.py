@@ -9,29 +9,31 @@ import tomllib
 from pathlib import Path
 
 from appliance.model_registry import ModelManifest, hash_directory
-from appliance.training.loop import TrainingReport
 
 
 def write_manifest(
     site_models_dir: Path,
     role: str,
     name: str,
-    report: TrainingReport,
+    directory: Path,
     provenance: dict[str, str],
     base: ModelManifest,
     description: str = "Cross-encoder fine-tuned on this site (appliance models train-reranker).",
+    *,
+    kind: str = "cross-encoder",
+    threshold: float | None = None,
 ) -> Path:
-    """A registry manifest for the trained model (checksums of every file, provenance).
-    Its licence is the base model's: fine-tuned weights are derived from it."""
-    directory = report.directory
+    """A registry manifest for the model trained into ``directory`` (checksums of every
+    file, provenance). Its licence is the base model's: fine-tuned weights are derived
+    from it."""
     licence = base.licence.split(" (")[0] + f" (weights derived from {base.name})"
     lines = [
         f"role = {json.dumps(role)}",
         f"name = {json.dumps(name)}",
-        'kind = "cross-encoder"',
+        f"kind = {json.dumps(kind)}",
         f"licence = {json.dumps(licence)}",
         f"description = {json.dumps(description)}",
-        f"threshold = {report.threshold:.4f}",
+        *([] if threshold is None else [f"threshold = {threshold:.4f}"]),
         "",
         "[source]",
         f"directory = {json.dumps(str(directory.relative_to(site_models_dir)))}",

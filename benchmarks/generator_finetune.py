@@ -1,0 +1,156 @@
+"""The fine-tuned answer generator against its un-tuned base, side by side on the same
+questions, both served by llama.cpp on this machine's CPU.
+
+Questions: the sample golden set and ../shared/data/clinical/dev.jsonl, on the sample
+corpus, asked through the whole answer path as a reader of everything. Per model:
+
+- schema validity: the raw output parses and follows the answer schema (with the
+  context's chunk ids), read from each answer's audit record;
+- exact-span quotes: citations whose quote is character for character in the chunk it
+  names, before verification;
+- citations surviving verification: cited spans shown, over citations written;
+- answers containing the gold quote; correct refusals (unanswerable rows) and false
+  refusals (answerable rows), as ``appliance eval`` counts them;
+- generation tokens per second and the answer's p50 seconds.
+
+    .venv/bin/python benchmarks/generator_finetune.py --tuned llm-tuned [--base llm-small]
+
+The tuned role is what ``appliance models train-generator`` registered (in the site
+model directory of APPLIANCE_DATA_DIR, or --models-from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+
+import jsonschema
+from rich.console import Console
+from rich.table import Table
+
+from appliance.engines import Appliance
+from appliance.eval.golden import evaluate
+from appliance.generate.prompt import answer_schema
+from appliance.settings import GeneratorSettings, Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "appliance" / "sample_corpus"
+QUESTIONS = [SAMPLE / "golden.jsonl", ROOT.parent / "shared" / "data" / "clinical" / "dev.jsonl"]
+
+
+def measure(role: str, data: Path, questions: list[Path], max_tokens: int) -> dict[str, float]:
+    settings = Settings(
+        data_dir=data,
+        generator=GeneratorSettings(kind="llama-cpp", model_role=role, max_tokens=max_tokens),
+    )
+    figures: dict[str, list[float]] = {"contains": [], "correct_refusal": [], "false_refusal": []}
+    seconds: list[float] = []
+    with Appliance(settings) as appliance:
+        for path in questions:
+            report = evaluate(appliance, path)
+            figures["contains"].append(report.answer_contains_gold * report.answerable)
+            figures["correct_refusal"].append(
+                report.correct_refusal_rate * (report.questions - report.answerable)
+            )
+            figures["false_refusal"].append(report.false_refusal_rate * report.answerable)
+            seconds += [ms / 1000 for ms in report.answer_ms]
+            figures.setdefault("answerable", []).append(report.answerable)
+            figures.setdefault("unanswerable", []).append(report.questions - report.answerable)
+        records = [
+            e
+            for e in _entries(data)
+            if e.get("type") == "answer" and e["details"].get("raw_output")
+        ]
+        valid = exact = written = shown = 0
+        tokens = generate_seconds = 0.0
+        tokenizer = _tokenizer(appliance, role)
+        for entry in records:
+            details = entry["details"]
+            raw, context = details["raw_output"], list(details["relevance"])
+            try:
+                document = json.loads(raw)
+                jsonschema.validate(document, answer_schema(context))
+                valid += 1
+            except (json.JSONDecodeError, jsonschema.ValidationError):
+                document = {"sentences": []}
+            chunks = appliance.catalog.chunks(context)
+            for sentence in document.get("sentences", []):
+                for citation in sentence.get("citations", []):
+                    written += 1
+                    chunk = chunks.get(citation.get("chunk_id", ""))
+                    exact += bool(
+                        chunk and citation.get("quote") and citation["quote"] in chunk.text
+                    )
+            shown += sum(c.get("verdict") == "supported" for c in details.get("checks", []))
+            tokens += len(tokenizer(raw, add_special_tokens=False)["input_ids"])
+            generate_seconds += float(details.get("timings", {}).get("generate", 0.0))
+    answerable = sum(figures.pop("answerable"))
+    unanswerable = sum(figures.pop("unanswerable"))
+    return {
+        "answers generated": len(records),
+        "schema validity": valid / len(records) if records else 0.0,
+        "exact-span quotes": exact / written if written else 0.0,
+        "citations surviving verification": shown / written if written else 0.0,
+        "answers containing the gold quote": sum(figures["contains"]) / answerable,
+        "correct refusals": sum(figures["correct_refusal"]) / unanswerable if unanswerable else 0.0,
+        "false refusals": sum(figures["false_refusal"]) / answerable,
+        "tokens/s": tokens / generate_seconds if generate_seconds else 0.0,
+        "answer p50 s": statistics.median(seconds),
+    }
+
+
+def _entries(data: Path) -> list[dict]:  # type: ignore[type-arg]
+    from audit.reader import LogReader
+
+    return [json.loads(record.entry) for record in LogReader(data / "audit").records()]
+
+
+def _tokenizer(appliance: Appliance, role: str):  # type: ignore[no-untyped-def]
+    from transformers import AutoTokenizer
+
+    model_file: Path = appliance.registry.load(role)
+    return AutoTokenizer.from_pretrained(model_file.parent, gguf_file=model_file.name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tuned", default="llm-tuned")
+    parser.add_argument("--base", default="llm-small")
+    parser.add_argument(
+        "--models-from", type=Path, help="a data directory whose site models to use"
+    )
+    parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "generator_finetune.json"
+    )
+    args = parser.parse_args()
+    results = {}
+    for role in (args.base, args.tuned):
+        with tempfile.TemporaryDirectory() as scratch:
+            data = Path(scratch) / "data"
+            if args.models_from:
+                shutil.copytree(args.models_from / "models", data / "models")
+            with Appliance(Settings(data_dir=data)) as appliance:
+                appliance.ingestor.ingest([SAMPLE / "documents"])
+            results[role] = measure(
+                role, data, [q for q in QUESTIONS if q.is_file()], args.max_tokens
+            )
+    table = Table(
+        title="Answer generator: un-tuned base against the LoRA-tuned model (llama.cpp, CPU)"
+    )
+    table.add_column("figure")
+    for role in results:
+        table.add_column(role, justify="right")
+    for figure in results[args.base]:
+        table.add_row(figure, *(f"{results[r][figure]:.3f}" for r in results))
+    Console().print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""A tiny LoRA run of the answer generator, end to end: ``appliance models
+train-generator`` trains a few steps from the registry's SmolLM2 GGUF on public data,
+saves the adapter, writes the base GGUF with the adapter merged and registers it; the
+merged file holds exactly the adapted weights (read back by transformers' own GGUF
+reader), and the llama.cpp generator serves it through the registry and answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from appliance.cli import app
+from appliance.engines import Appliance
+from appliance.generate.openai_compatible import OpenAICompatibleGenerator
+from appliance.model_registry import ModelRegistry
+from appliance.settings import GeneratorSettings
+from appliance.training.generator_lora import load_base
+from tests.conftest import SAMPLE_CORPUS, audit_entries, make_settings
+from tests.integration.test_answers import CLINICIAN_ED, TODAY
+
+pytest.importorskip("llama_cpp.server", reason="needs the llm extra: make install-llm")
+pytest.importorskip("peft")
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("generator-data")
+    result = CliRunner().invoke(
+        app,
+        ["models", "train-generator", "--pubmedqa", str(DATA / "pubmedqa" / "pqa_l.jsonl"),
+         "--per-source", "3", "--held-out", "1", "--steps", "2", "--accumulate", "1",
+         "--learning-rate", "0.01", "--name", "tiny-lora", "--role", "llm-tiny"],
+        env={"APPLIANCE_DATA_DIR": str(data)},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "2 steps" in result.output
+    return data
+
+
+def test_the_adapter_and_its_report_are_saved(trained: Path) -> None:
+    adapter = trained / "models" / "tiny-lora" / "adapter"
+    report = json.loads((adapter / "training.json").read_text())
+    assert report["steps"] == 2 and report["examples_used"] == 2
+    assert len(report["loss_by_step"]) == 2 and report["held_out_loss"] is not None
+    weights = adapter / "adapter_model.safetensors"
+    assert weights.stat().st_size < 20 * 1024 * 1024  # small enough to commit
+
+
+def test_the_merged_gguf_holds_the_adapted_weights(trained: Path) -> None:
+    from peft import PeftModel
+
+    registry = ModelRegistry(make_settings(trained))
+    merged_file: Path = registry.load("llm-tiny")  # checksums verified
+    base_file: Path = registry.load("llm-small")
+    base, _tokenizer = load_base(base_file.parent, base_file.name)
+    expected = PeftModel.from_pretrained(base, trained / "models" / "tiny-lora" / "adapter")
+    expected = expected.merge_and_unload()
+    exported, _ = load_base(merged_file.parent, merged_file.name)
+    wanted = dict(expected.named_parameters())
+    got = dict(exported.named_parameters())
+    untouched = dict(load_base(base_file.parent, base_file.name)[0].named_parameters())
+    for name in ("model.layers.0.self_attn.q_proj.weight", "model.layers.7.self_attn.k_proj.weight",
+                 "model.layers.29.mlp.down_proj.weight"):  # fmt: skip
+        merged_weight = wanted[name].detach().numpy()
+        assert np.abs(got[name].detach().numpy() - merged_weight).max() < 2e-3
+        assert np.abs(merged_weight - untouched[name].detach().numpy()).max() > 1e-3
+
+
+def test_the_llama_cpp_generator_serves_the_tuned_model(trained: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(SAMPLE_CORPUS / "hand-hygiene-policy.md", corpus)
+    settings = make_settings(
+        trained,
+        generator=GeneratorSettings(kind="llama-cpp", model_role="llm-tiny", max_tokens=128),
+    )
+    with Appliance(settings) as appliance:
+        assert not appliance.ingestor.ingest([corpus]).failed
+        generator = appliance.generator
+        assert isinstance(generator, OpenAICompatibleGenerator) and generator._server is not None
+        assert generator._server.model_path.parent == trained / "models" / "tiny-lora" / "gguf"
+        answer = appliance.answers.ask(
+            "How long should I rub my hands with alcohol gel?", CLINICIAN_ED, in_force_on=TODAY
+        )
+        assert answer.generator.startswith("llama-cpp:tiny-lora")
+        (record,) = [
+            e for e in audit_entries(trained, "answer") if e["request_id"] == answer.request_id
+        ]
+        assert record["details"]["raw_output"]  # what the tuned model wrote, kept for the audit

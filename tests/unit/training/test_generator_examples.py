@@ -1,0 +1,120 @@
+"""The answer generator's training examples, built from the real public training data:
+every answer follows the product's schema, every quote is an exact span of the passage
+it cites, refusals and yes/no decisions are there, and no evaluation question leaks in."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from appliance.generate.prompt import RULES, answer_schema
+from appliance.training.generator_examples import (
+    Example,
+    Source,
+    build_examples,
+    clip,
+    excluded_questions,
+    medquad_sources,
+    normalised,
+    pool_sources,
+    pubmedqa_sources,
+)
+from appliance.training.generator_examples import example as make_example
+
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+GOLDEN = Path(__file__).resolve().parents[3] / "appliance" / "sample_corpus"
+EVALUATION = [
+    GOLDEN / "golden.jsonl",
+    GOLDEN / "golden-graph.jsonl",
+    *sorted((DATA / "clinical").glob("*.jsonl")),
+]
+_PASSAGE = re.compile(
+    r"<<PASSAGE (\w+) number=\d+ chunk_id=(\S+) [^>]*>>\n(.*?)\n<<END PASSAGE \1>>", re.S
+)
+
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data")
+
+
+@pytest.fixture(scope="module")
+def examples() -> list[Example]:
+    rng = random.Random(5)
+    sources = rng.sample(
+        list(medquad_sources(DATA / "corpus" / "medquad_nih_patient_info.jsonl", rng)), 300
+    )
+    sources += list(pubmedqa_sources(DATA / "pubmedqa" / "pqa_l.jsonl", rng, skip=350))[:150]
+    for pool in sorted((DATA / "rerank_train").glob("*.jsonl")):
+        sources += list(pool_sources(pool, rng))[:100]
+    return build_examples(
+        sources, exclude=excluded_questions(EVALUATION), refusal_share=0.2, rng=rng
+    )
+
+
+def passages_of(example: Example) -> dict[str, str]:
+    return {
+        chunk_id: text
+        for _nonce, chunk_id, text in _PASSAGE.findall(example.messages[1]["content"])
+    }
+
+
+def test_every_answer_follows_the_schema_and_quotes_its_passage_exactly(
+    examples: list[Example],
+) -> None:
+    assert len(examples) > 500
+    for example in examples:
+        assert example.messages[0] == {"role": "system", "content": RULES}
+        passages = passages_of(example)
+        assert 2 <= len(passages) <= 4
+        answer = json.loads(example.completion)
+        jsonschema.validate(answer, answer_schema(list(passages)))
+        for sentence in answer["sentences"]:
+            for citation in sentence["citations"]:
+                assert citation["quote"] in passages[citation["chunk_id"]]
+
+
+def test_refusals_and_decisions_are_taught(examples: list[Example]) -> None:
+    answers = [json.loads(e.completion) for e in examples]
+    refusals = [a for a in answers if a["not_found"]]
+    assert 0.1 < len(refusals) / len(answers) < 0.3
+    assert all(a["sentences"] == [] and a["decision"] == "none" for a in refusals)
+    decisions = {a["decision"] for a in answers if not a["not_found"]}
+    assert {"yes", "no", "none"} <= decisions
+    # a refusal's passages are other questions': its own answer is not among them
+    origins = {e.origin for e in examples}
+    assert {"medquad", "pubmedqa"} <= origins
+
+
+def test_no_evaluation_question_is_trained_on(examples: list[Example]) -> None:
+    evaluation = excluded_questions(EVALUATION)
+    assert len(evaluation) > 100
+    asked = {normalised(e.messages[1]["content"].rsplit("Question: ", 1)[1]) for e in examples}
+    assert not asked & evaluation
+    # and the exclusion is what keeps them out: an evaluation question offered is dropped
+    golden = json.loads((GOLDEN / "golden.jsonl").read_text().splitlines()[0])["question"]
+    offered = Source(
+        "test", golden, (("A", "Some text."), ("B", "Other text.")), ((0, "Some text."),)
+    )
+    kept = build_examples([offered], exclude=evaluation, refusal_share=0.0, rng=random.Random(1))
+    assert kept == []
+    assert build_examples([offered], exclude=set(), refusal_share=0.0, rng=random.Random(1))
+
+
+def test_clipping_keeps_whole_sentences_as_a_prefix() -> None:
+    text = "First sentence here. Second one is longer than the first. Third. " * 20
+    clipped = clip(text, 120)
+    assert text.startswith(clipped) and clipped.endswith(".") and len(clipped) <= 120
+    assert clip("One enormous sentence without an end " * 30, 100)  # never empty
+
+
+def test_the_prompt_is_the_products_own() -> None:
+    made = make_example(
+        Source(
+            "test", "Is it safe?", (("Doc", "It is safe. Really."),), ((0, "It is safe."),), "yes"
+        )
+    )
+    assert made.messages[1]["content"].endswith("Question: Is it safe?")
+    assert json.loads(made.completion)["decision"] == "yes"
