@@ -37,6 +37,7 @@ from appliance.eval.golden import evaluate
 from appliance.generate.prompt import answer_schema
 from appliance.settings import GeneratorSettings, Settings
 
+CONSOLE = Console(stderr=True)
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "appliance" / "sample_corpus"
 QUESTIONS = [SAMPLE / "golden.jsonl", ROOT.parent / "shared" / "data" / "clinical" / "dev.jsonl"]
@@ -51,7 +52,11 @@ def measure(role: str, data: Path, questions: list[Path], max_tokens: int) -> di
     seconds: list[float] = []
     with Appliance(settings) as appliance:
         for path in questions:
-            report = evaluate(appliance, path)
+            report = evaluate(
+                appliance,
+                path,
+                lambda done, total, name=path.name: CONSOLE.log(f"{role} {name}: {done}/{total}"),
+            )
             figures["contains"].append(report.answer_contains_gold * report.answerable)
             figures["correct_refusal"].append(
                 report.correct_refusal_rate * (report.questions - report.answerable)
@@ -116,6 +121,12 @@ def _tokenizer(appliance: Appliance, role: str):  # type: ignore[no-untyped-def]
     return AutoTokenizer.from_pretrained(model_file.parent, gguf_file=model_file.name)
 
 
+def _first(path: Path, limit: int, folder: Path) -> Path:
+    kept = folder / path.name
+    kept.write_text("".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:limit]))
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tuned", default="llm-tuned")
@@ -124,6 +135,7 @@ def main() -> None:
         "--models-from", type=Path, help="a data directory whose site models to use"
     )
     parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument("--limit", type=int, help="only the first N questions of each file")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "generator_finetune.json"
     )
@@ -134,8 +146,10 @@ def main() -> None:
             data = Path(scratch) / "data"
             if args.models_from:
                 shutil.copytree(args.models_from / "models", data / "models")
+            CONSOLE.log(f"{role}: ingesting the sample corpus")
             with Appliance(Settings(data_dir=data)) as appliance:
                 appliance.ingestor.ingest([SAMPLE / "documents"])
+            CONSOLE.log(f"{role}: asking")
             results[role] = measure(
                 role, data, [q for q in QUESTIONS if q.is_file()], args.max_tokens
             )

@@ -64,13 +64,6 @@ class Example:
     messages: tuple[dict[str, str], ...]
     completion: str
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {"origin": self.origin, "kind": self.kind, "messages": list(self.messages),
-             "completion": self.completion},
-            ensure_ascii=False,
-        )  # fmt: skip
-
 
 def sentences(text: str) -> list[str]:
     """Sentences as exact substrings of ``text`` (split after . ! ? before a capital)."""
