@@ -150,9 +150,10 @@ def main() -> None:
             with Appliance(Settings(data_dir=data)) as appliance:
                 appliance.ingestor.ingest([SAMPLE / "documents"])
             CONSOLE.log(f"{role}: asking")
-            results[role] = measure(
-                role, data, [q for q in QUESTIONS if q.is_file()], args.max_tokens
-            )
+            questions = [q for q in QUESTIONS if q.is_file()]
+            if args.limit:
+                questions = [_first(q, args.limit, Path(scratch)) for q in questions]
+            results[role] = measure(role, data, questions, args.max_tokens)
     table = Table(
         title="Answer generator: un-tuned base against the LoRA-tuned model (llama.cpp, CPU)"
     )
