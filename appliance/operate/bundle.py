@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from appliance.model_registry import ModelRegistry, ModelSource, ModelUnavailable, sha256_of
 from appliance.settings import PROJECT_ROOT
+from audit.checkpoints import public_pem
 
 MANIFEST = "MANIFEST.json"
 SIGNATURE = "MANIFEST.sig"
@@ -76,7 +77,7 @@ def make_signing_key(path: Path) -> Path:
     with os.fdopen(descriptor, "wb") as file:
         file.write(pem)
     public = path.with_suffix(".pub")
-    public.write_bytes(_public_pem(key.public_key()))
+    public.write_bytes(public_pem(key.public_key()))
     return public
 
 
@@ -115,7 +116,7 @@ def build(
         progress("playbooks, compose file and policy")
         for folder in SHIPPED_FOLDERS:
             shutil.copytree(PROJECT_ROOT / folder, destination / folder)
-        (destination / PUBLIC_KEY).write_bytes(_public_pem(key.public_key()))
+        (destination / PUBLIC_KEY).write_bytes(public_pem(key.public_key()))
         files = {path: sha256_of(destination / path) for path in _listed(destination)}
         manifest = {
             "format": 1,
@@ -196,12 +197,6 @@ def _private_key(path: Path) -> Ed25519PrivateKey:
     if not isinstance(key, Ed25519PrivateKey):
         raise BundleError(f"{path} is not an Ed25519 private key")
     return key
-
-
-def _public_pem(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
 
 
 def _models(registry: ModelRegistry, target: Path) -> None:
