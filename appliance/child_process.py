@@ -4,11 +4,15 @@ and exits that are described in words."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import signal
 import socket
 import subprocess
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
 
 PR_SET_PDEATHSIG = 1
 
@@ -53,3 +57,73 @@ def how_it_ended(code: int) -> str:
         return f"signal {signal.Signals(-code).name}"
     except ValueError:
         return f"signal {-code}"
+
+
+class ChildServer:
+    """A server process the appliance owns: launched with ``die_with_parent`` and an exit
+    handler, waited for until ``ready()`` says it serves, and described in words when it
+    fails. Subclasses say what it is (``description``), how to launch it and when it is
+    ready; ``failure`` is the error their callers catch."""
+
+    description = "the server"
+    failure: type[RuntimeError] = RuntimeError
+    grace_s = 15.0
+
+    def __init__(self, log_path: Path | None = None) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_path = log_path
+
+    def _launch(
+        self,
+        command: Sequence[str],
+        *,
+        output: IO[bytes] | int,
+        ready: Callable[[], bool],
+        timeout_s: float,
+        cwd: Path | None = None,
+    ) -> None:
+        """Start ``command`` and poll ``ready`` until it is true; an exit or the timeout
+        raises ``failure`` naming the cause and the log."""
+        self._process = subprocess.Popen(
+            list(command), stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            cwd=cwd, preexec_fn=die_with_parent,
+        )  # fmt: skip
+        atexit.register(self.stop)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                code = self._process.returncode
+                self._process = None
+                raise self.failure(
+                    f"{self.description} exited with {how_it_ended(code)}{self._log_hint()}"
+                )
+            if ready():
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise self.failure(
+            f"{self.description} did not start within {timeout_s} s{self._log_hint()}"
+        )
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        stop(process, grace_s=self.grace_s)
+
+    def death(self) -> str | None:
+        """How the server process ended, if it has: so that an error names the cause (a
+        crash in its runtime) rather than only a dropped connection."""
+        process = self._process
+        if process is None or process.poll() is None:
+            return None
+        return f"{self.description} died ({how_it_ended(process.returncode)}){self._log_hint()}"
+
+    def _log_hint(self) -> str:
+        return f"; its log is {self._log_path}" if self._log_path else ""
+
+    @property
+    def process_id(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None

@@ -8,17 +8,15 @@ stopped with the appliance (or when the process exits).
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-from appliance.child_process import die_with_parent, free_port, how_it_ended, stop
+from appliance.child_process import ChildServer, free_port
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +25,11 @@ class ServerFailed(RuntimeError):
     """The llama.cpp server did not start or stopped unexpectedly."""
 
 
-class LlamaCppServer:
+class LlamaCppServer(ChildServer):
     """One llama.cpp server process serving one GGUF model under ``alias``."""
+
+    description = "the llama.cpp server"
+    failure = ServerFailed
 
     def __init__(
         self,
@@ -42,13 +43,12 @@ class LlamaCppServer:
     ) -> None:
         if not model_path.is_file():
             raise ServerFailed(f"no model file at {model_path}")
+        super().__init__(log_path)
         self.model_path = model_path
         self.alias = alias
         self._context_tokens = context_tokens
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._start_timeout_s = start_timeout_s
-        self._log_path = log_path
-        self._process: subprocess.Popen[bytes] | None = None
         self.port = 0
 
     @property
@@ -76,47 +76,21 @@ class LlamaCppServer:
             "--n_ctx", str(self._context_tokens),
             "--n_threads", str(self._threads),
         ]  # fmt: skip
-        output = self._log_path.open("ab") if self._log_path else subprocess.DEVNULL
         log.info("starting the llama.cpp server for %s on port %d", self.model_path, self.port)
-        self._process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
-        )
-        atexit.register(self.stop)
-        deadline = time.monotonic() + self._start_timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                code = self._process.returncode
-                self._process = None
-                raise ServerFailed(
-                    f"the llama.cpp server exited with status {code}{self._log_hint()}"
-                )
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise ServerFailed(f"the llama.cpp server did not start within {self._start_timeout_s} s")
+        if self._log_path is None:
+            self._launch(command, output=subprocess.DEVNULL, ready=self._serves,
+                         timeout_s=self._start_timeout_s)  # fmt: skip
+        else:
+            with self._log_path.open("ab") as output:
+                self._launch(command, output=output, ready=self._serves,
+                             timeout_s=self._start_timeout_s)  # fmt: skip
+        return self
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop(process)
-
-    def death(self) -> str | None:
-        """How the server process ended, if it has: so that an error names the cause
-        (a crash in the model runtime) rather than only a dropped connection."""
-        process = self._process
-        if process is None or process.poll() is None:
-            return None
-        return f"the llama.cpp server died ({how_it_ended(process.returncode)}){self._log_hint()}"
-
-    def _log_hint(self) -> str:
-        return f"; its log is {self._log_path}" if self._log_path else ""
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+    def _serves(self) -> bool:
+        try:
+            return httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def __enter__(self) -> LlamaCppServer:
         return self.start()

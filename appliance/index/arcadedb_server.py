@@ -9,14 +9,11 @@ and kept in the data directory (mode 0600), and the process stops with the appli
 
 from __future__ import annotations
 
-import atexit
 import logging
 import secrets
-import subprocess
-import time
 from pathlib import Path
 
-from appliance.child_process import die_with_parent, free_port, how_it_ended, stop
+from appliance.child_process import ChildServer, free_port
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +47,18 @@ def arcadedb_home() -> Path:
     return Path(arcadedb_embedded.__file__).parent
 
 
-class ArcadeDbServer:
+class ArcadeDbServer(ChildServer):
     """One ArcadeDB server holding the database ``appliance`` under ``directory``."""
 
+    description = "the embedded graph server"
+    failure = GraphServerFailed
+    grace_s = 30.0
+
     def __init__(self, directory: Path, *, heap_mb: int = 384, start_timeout_s: float = 60.0):
+        super().__init__(directory / "server.log")
         self.directory = directory
         self._heap_mb = heap_mb
         self._start_timeout_s = start_timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
         self.port = 0
 
     @property
@@ -107,55 +108,16 @@ class ArcadeDbServer:
         ]  # fmt: skip
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log.info("starting the embedded graph server (ArcadeDB) on port %d", self.port)
-        with self.log_path.open("ab") as output:
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-                preexec_fn=die_with_parent,
-            )
-        atexit.register(self.stop)
-        deadline = time.monotonic() + self._start_timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                code = self._process.returncode
-                self._process = None
-                raise GraphServerFailed(
-                    f"the embedded graph server exited with {how_it_ended(code)}; "
-                    f"its log is {self.log_path}"
-                )
+
+        def opened_the_database() -> bool:
             with self.log_path.open("rb") as server_log:
                 server_log.seek(offset)
-                if _STARTED in server_log.read():
-                    return self
-            time.sleep(0.2)
-        self.stop()
-        raise GraphServerFailed(
-            f"the embedded graph server did not start within {self._start_timeout_s} s; "
-            f"its log is {self.log_path}"
-        )
+                return _STARTED in server_log.read()
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop(process, grace_s=30.0)
-
-    def death(self) -> str | None:
-        """How the server process ended, if it has."""
-        process = self._process
-        if process is None or process.poll() is None:
-            return None
-        return (
-            f"the embedded graph server died ({how_it_ended(process.returncode)}); "
-            f"its log is {self.log_path}"
-        )
-
-    @property
-    def process_id(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        log.info("starting the embedded graph server (ArcadeDB) on port %d", self.port)
+        with self.log_path.open("ab") as output:
+            self._launch(
+                command, output=output, ready=opened_the_database,
+                timeout_s=self._start_timeout_s, cwd=self.directory,
+            )  # fmt: skip
+        return self
