@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import httpx
@@ -77,13 +78,10 @@ class LlamaCppServer(ChildServer):
             "--n_threads", str(self._threads),
         ]  # fmt: skip
         log.info("starting the llama.cpp server for %s on port %d", self.model_path, self.port)
-        if self._log_path is None:
-            self._launch(command, output=subprocess.DEVNULL, ready=self._serves,
+        log_file = self._log_path.open("ab") if self._log_path else nullcontext(subprocess.DEVNULL)
+        with log_file as output:
+            self._launch(command, output=output, ready=self._serves,
                          timeout_s=self._start_timeout_s)  # fmt: skip
-        else:
-            with self._log_path.open("ab") as output:
-                self._launch(command, output=output, ready=self._serves,
-                             timeout_s=self._start_timeout_s)  # fmt: skip
         return self
 
     def _serves(self) -> bool:

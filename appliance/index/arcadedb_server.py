@@ -67,7 +67,8 @@ class ArcadeDbServer(ChildServer):
 
     @property
     def log_path(self) -> Path:
-        return self.directory / "server.log"
+        assert self._log_path is not None  # always given: the server's own log
+        return self._log_path
 
     def password(self) -> str:
         """The root password: made on first use, then read from the data directory."""
