@@ -33,7 +33,8 @@ from appliance.index.catalog import Catalog
 from appliance.index.stores import open_graph, open_lexical, open_vectors
 from appliance.ingest.chunker import Chunker
 from appliance.ingest.parse_limits import ParseLimits
-from appliance.ingest.pipeline import Ingestor, KnowledgeGraphWriter
+from appliance.ingest.pipeline import Ingestor
+from appliance.ingest.preparation import DocumentPreparer
 from appliance.model_registry import ModelRegistry
 from appliance.nlp.clinical_facts import ClinicalFactExtractor
 from appliance.nlp.embedder import Embedder
@@ -134,11 +135,11 @@ class Appliance:
         return ClinicalFactExtractor(self.registry.load("spacy-vectors"))
 
     @cached_property
-    def ingestor(self) -> Ingestor:
-        return Ingestor(
+    def preparer(self) -> DocumentPreparer:
+        """Ingestion's reading and computing: models and the catalog, no store (so that
+        another process can run it beside the one that holds the stores)."""
+        return DocumentPreparer(
             self.catalog,
-            self.lexical,
-            self.vectors,
             self.embedder,
             chunker=Chunker(self.settings.limits.max_chunk_chars),
             max_file_bytes=self.settings.limits.max_file_bytes,
@@ -152,11 +153,17 @@ class Appliance:
             batch_documents=self.settings.ingest_batch_documents,
             embedder_name=self.registry.manifest(self.settings.embedder_role).name,
             graph_builder=self.graph_builder,
-            knowledge_graph=(
-                KnowledgeGraphWriter(self.knowledge_graph, self.fact_extractor)
-                if self.knowledge_graph is not None
-                else None
-            ),
+            fact_extractor=None if self.settings.graph.engine == "none" else self.fact_extractor,
+        )
+
+    @cached_property
+    def ingestor(self) -> Ingestor:
+        return Ingestor(
+            self.catalog,
+            self.lexical,
+            self.vectors,
+            self.preparer,
+            graph=self.knowledge_graph,
             trail=self.audit_trail,
         )
 

@@ -155,6 +155,7 @@ def create_app(settings: Settings | None = None, appliance: Appliance | None = N
             # Ingestion stops before its next document; the one being written finishes
             # (it holds the engines), then the engines close.
             state.stopping.set()
+            state.preparation.close()  # a document being read is dropped, never half-written
             if owned:
                 with state.engine_lock:
                     appliance.close()

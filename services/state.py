@@ -1,6 +1,7 @@
 """What the services hold for their whole life: the appliance (opened once: models and
 stores are loaded once, and qdrant-edge admits one process per data directory), the
-local accounts, the token validator, ingestion jobs, and the last audit verification.
+local accounts, the token validator, the process that reads documents for ingestion,
+ingestion jobs, and the last audit verification.
 Sessions, failed sign-ins and jobs are also in the file all worker processes share."""
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ import datetime as dt
 import logging
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.engines import Appliance
+from appliance.ingest.pipeline import IngestReport
+from appliance.ingest.preparation import DocumentOutcome
+from appliance.ingest.preparation_process import PreparationProcess
 from appliance.owner import StoreOwner
 from appliance.settings import ServiceSettings
 from appliance.warm_up import warm_up
@@ -66,8 +71,10 @@ class ServiceState:
         )
         # One question or ingestion at a time through the engines: the stores and models
         # are shared, and the 2-core embedded default gains nothing from interleaving.
-        # Granted in turn, so a question waits for one document of an upload, not all.
+        # Granted in turn; ingestion takes it only to write a document it has read.
         self.engine_lock = FairLock()
+        self.preparation = PreparationProcess(appliance.settings)
+        """Where uploads and the operator's ingestion are read, outside the engines."""
         self.jobs: dict[str, IngestJob] = {}
         self.stopping = threading.Event()
         """Set when the service shuts down: ingestion jobs stop before their next document."""
@@ -89,6 +96,20 @@ class ServiceState:
             log.exception("warm-up failed; the first question will load the models")
         finally:
             self.warmed.set()
+
+    def ingest(
+        self,
+        path: Path,
+        defaults: Mapping[str, object],
+        actor: str,
+        on_outcome: Callable[[DocumentOutcome], None] | None = None,
+    ) -> IngestReport:
+        """One file (or folder): read in the preparation process while questions go on,
+        then written holding the engines. ``PreparationStopped`` when the service stops
+        first: nothing of the file was written."""
+        prepared = self.preparation.prepare([path], defaults)
+        with self.engine_lock:
+            return self.appliance.ingestor.write(prepared, on_outcome=on_outcome, actor=actor)
 
     def new_job(self, user_id: str, files: list[str]) -> IngestJob:
         job = IngestJob(str(uuid.uuid4()), user_id, files)

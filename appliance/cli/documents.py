@@ -23,7 +23,8 @@ from appliance.cli.common import console, errors, fail, open_appliance
 from appliance.cli.progress import progress_display
 from appliance.cli.running_service import running_service
 from appliance.engines import Appliance
-from appliance.ingest.pipeline import DocumentOutcome, IngestReport, OutcomeStatus, discover
+from appliance.ingest.pipeline import IngestReport
+from appliance.ingest.preparation import DocumentOutcome, OutcomeStatus, discover
 
 docs_app = typer.Typer(no_args_is_help=True, help="List and remove ingested documents.")
 

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from appliance.access.rules import Subject
 from appliance.ingest.metadata import SIDECAR_SUFFIX, sidecar_path
 from appliance.ingest.parsers import PARSERS
-from appliance.ingest.pipeline import DocumentOutcome
+from appliance.ingest.preparation import DocumentOutcome
+from appliance.ingest.preparation_process import PreparationStopped
 from appliance.records import DocumentMetadata
 from services import metrics
 from services.routes.layers import Asker, Service
@@ -134,9 +135,9 @@ def _stored_name(offered: str, taken: set[str]) -> str:
 
 
 def _run_job(service: ServiceState, job_id: str) -> None:
-    """One document at a time, the engines taken for each and released between them, so
-    questions are answered while a long upload is ingested (a background thread: the one
-    place outside a request that takes the engine lock itself)."""
+    """One document at a time, each read in the preparation process and written holding
+    the engines, so that questions are answered while a long upload is ingested (a
+    background thread: the one place outside a request that takes the engine lock)."""
     job = service.jobs[job_id]
     folder = service.uploads_dir / job_id
 
@@ -167,8 +168,13 @@ def _run_job(service: ServiceState, job_id: str) -> None:
             )  # fmt: skip
             continue
         try:
-            with service.engine_lock:
-                service.appliance.ingestor.ingest([path], on_outcome=advance, actor=job.user_id)
+            service.ingest(path, {}, job.user_id, on_outcome=advance)
+        except PreparationStopped:
+            job.done += 1
+            job.outcomes.append(
+                {"file": path.name, "status": "not started", "doc_id": None, "chunks": 0,
+                 "error": "the service stopped while reading this file; upload it again"}
+            )  # fmt: skip
         except Exception:  # the job reports it without internals; the log has the details
             log.exception("ingestion job %s failed on %s", job_id, path.name)
             job.done += 1

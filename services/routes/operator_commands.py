@@ -3,8 +3,8 @@ stores (``appliance.owner``): ingest, remove documents, search. Only a command o
 data directory's own account can call them: it presents the token the service drew when
 it started, which only that account can read. Not part of the public API's schema.
 
-Ingestion takes the engines one document at a time, as an upload's job does, so that
-questions are answered in between.
+Ingestion reads each document in the preparation process and takes the engines only to
+write it, as an upload's job does, so that questions are answered meanwhile.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field
 
 from appliance.access.subjects import UnknownSubject
 from appliance.index.filters import requested_filter
-from appliance.ingest.pipeline import discover
+from appliance.ingest.preparation import discover
+from appliance.ingest.preparation_process import PreparationStopped
 from appliance.retrieve.hybrid import QueryError
 from services import metrics
 from services.routes.layers import Service, service_state
@@ -68,8 +69,10 @@ def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
     for path in files:
         if service.stopping.is_set():
             break
-        with service.engine_lock:
-            report = service.appliance.ingestor.ingest([path], defaults=data.defaults, actor=actor)
+        try:
+            report = service.ingest(path, data.defaults, actor)
+        except PreparationStopped:
+            break
         for outcome in report.outcomes:
             metrics.ingested("command", outcome.status)
         outcomes += [

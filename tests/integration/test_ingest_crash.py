@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from appliance.engines import Appliance
-from appliance.ingest.pipeline import discover
+from appliance.ingest.preparation import discover
 from tests.conftest import SAMPLE_CORPUS, SLOW, make_settings
 
 KILLS = 6 if SLOW else 1

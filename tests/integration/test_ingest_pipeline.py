@@ -8,7 +8,7 @@ from pathlib import Path
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
 from appliance.ingest.parsers import parser_for
-from appliance.ingest.pipeline import discover
+from appliance.ingest.preparation import discover
 from appliance.settings import Settings
 from tests.conftest import SAMPLE_CORPUS, make_settings
 

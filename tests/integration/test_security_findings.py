@@ -438,36 +438,38 @@ def test_uploads_keep_every_file_and_report_every_outcome(client: TestClient) ->
 
 
 def test_questions_are_answered_while_an_upload_is_being_ingested(appliance: Appliance) -> None:
-    """The engines are taken one document at a time: a question asked while a long upload
-    runs is answered between two of its documents, not after the whole upload."""
+    """A document is read in the preparation process, outside the engines: a question
+    asked while a long manual is being read is answered before that one document is
+    written (the engines are held only for its writes)."""
     settings = make_settings(
         appliance.settings.data_dir, services=_services(max_upload_bytes=8 * 1024 * 1024)
     )
     paragraphs = "".join(
         f"Paragraph {n} of the ward manual says the trolley is checked at {n % 24}:00.\n\n"
-        for n in range(400)
+        for n in range(1500)
     )
-    files = [
-        ("data", (f"manual-{n}.md", f"# Ward Manual {n}\n\n{paragraphs}".encode(), "text/markdown"))
-        for n in range(8)
-    ]
+    manual = ("manual.md", f"# Ward Manual\n\n{paragraphs}".encode(), "text/markdown")
     with TestClient(create_app(settings, appliance)) as it_office:
         assert sign_in(it_office, "it-santos") == 200
-        accepted = it_office.post("/api/documents", files=files, headers=csrf(it_office))
+        accepted = it_office.post(
+            "/api/documents", files=[("data", manual)], headers=csrf(it_office)
+        )
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
         with _another_client(it_office) as ward:
             assert sign_in(ward, "dr-okafor") == 200
-            while it_office.get(f"/api/jobs/{job_id}").json()["done"] == 0:
+            while it_office.get(f"/api/jobs/{job_id}").json()["state"] != "running":
                 time.sleep(0.05)
             asked = ward.post(
                 "/api/ask", json={"question": "How long should I rub my hands with alcohol gel?"},
                 headers=csrf(ward),
             )  # fmt: skip
             progress = it_office.get(f"/api/jobs/{job_id}").json()
-        assert asked.status_code == 200
-        assert progress["done"] < progress["total"]  # answered before the upload finished
-        assert finished_job(it_office, job_id)["state"] == "done"
+        assert asked.status_code == 200 and not asked.json()["refused"]
+        assert progress["done"] == 0  # answered while the one document was still being read
+        job = finished_job(it_office, job_id)
+        assert job["state"] == "done" and job["outcomes"][0]["status"] == "added"
+        assert job["outcomes"][0]["chunks"] > 50
 
 
 def test_a_document_id_collision_names_no_server_path(client: TestClient, data_dir: Path) -> None:

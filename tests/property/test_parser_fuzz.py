@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from appliance.engines import Appliance
-from appliance.ingest.pipeline import SIDECAR_SUFFIX
+from appliance.ingest.metadata import SIDECAR_SUFFIX
 from appliance.settings import Limits
 from tests.bombs import docx_bomb, html_bomb, markdown_bomb
 from tests.conftest import SAMPLE_CORPUS, SLOW, make_settings
