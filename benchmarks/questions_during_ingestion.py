@@ -34,9 +34,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from appliance.document_reader import PreparationProcess
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn
-from appliance.ingest.preparation_process import PreparationProcess
 from appliance.settings import PROJECT_ROOT, Settings
 from services.fair_lock import FairLock
 

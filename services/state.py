@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from appliance.document_reader import PreparationProcess
 from appliance.engines import Appliance
 from appliance.ingest.pipeline import IngestReport
 from appliance.ingest.preparation import DocumentOutcome
-from appliance.ingest.preparation_process import PreparationProcess
 from appliance.owner import StoreOwner
 from appliance.settings import ServiceSettings
 from appliance.warm_up import warm_up

@@ -3,7 +3,7 @@
 Reading a document (parse, chunk, embed, CAGE's parses, the knowledge graph's facts) is
 nearly all of ingestion's time and needs no store: the preparer only reads files and the
 catalog. Kept apart from the writes (``pipeline.Ingestor``) so that it can run where the
-stores are not, in a process of its own (``preparation_process``), while the process that
+stores are not, in a process of its own (``appliance.document_reader``), while the process that
 owns the stores goes on answering questions.
 """
 

@@ -20,10 +20,10 @@ from litestar.params import FromPath
 from pydantic import ValidationError
 
 from appliance.access.rules import Subject
+from appliance.document_reader import PreparationStopped
 from appliance.ingest.metadata import SIDECAR_SUFFIX, sidecar_path
 from appliance.ingest.parsers import PARSERS
 from appliance.ingest.preparation import DocumentOutcome
-from appliance.ingest.preparation_process import PreparationStopped
 from appliance.records import DocumentMetadata
 from services import metrics
 from services.routes.layers import Asker, Service

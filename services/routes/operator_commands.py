@@ -22,9 +22,9 @@ from litestar.handlers import BaseRouteHandler
 from pydantic import BaseModel, Field
 
 from appliance.access.subjects import UnknownSubject
+from appliance.document_reader import PreparationStopped
 from appliance.index.filters import requested_filter
 from appliance.ingest.preparation import discover
-from appliance.ingest.preparation_process import PreparationStopped
 from appliance.retrieve.hybrid import QueryError
 from services import metrics
 from services.routes.layers import Service, service_state

@@ -1,4 +1,4 @@
-"""Ingestion read in a child process and written here (``preparation_process``): what
+"""Ingestion read in a child process and written here (``appliance.document_reader``): what
 comes back is what reading here gives, a reader that dies fails its files and the next
 request starts another, and closing drops a document being read without writing it."""
 
@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from appliance.engines import Appliance
-from appliance.ingest.preparation import DocumentOutcome, ReadyBatch
-from appliance.ingest.preparation_process import (
+from appliance.document_reader import (
     CRASHED,
     PreparationProcess,
     PreparationStopped,
     Prepared,
 )
+from appliance.engines import Appliance
+from appliance.ingest.preparation import DocumentOutcome, ReadyBatch
 from tests.conftest import make_settings
 
 

@@ -2,14 +2,14 @@
 
 On the embedded stores the web service is the one process that may write them, and
 questions and documents take turns through its engine lock. Preparing a document
-(``preparation``: parse, chunk, embed, parse graphs, facts) is nearly all of
+(``ingest.preparation``: parse, chunk, embed, parse graphs, facts) is nearly all of
 ingestion's time and needs no store, so the service runs it here, in a child process
 with its own models and its own interpreter lock, at a lower CPU priority, and takes
 the engines only to write what comes back: a question waits for a document's writes,
 never for its reading. A parser that crashes the child (a hostile PDF) fails that
 document, not the service; the next document starts a new child.
 
-The child is ``python -m appliance.ingest.preparation_process``, spoken to over its
+The child is ``python -m appliance.document_reader``, spoken to over its
 standard input and output with ``multiprocessing.connection`` framing (the settings
 first, then one request at a time). Not a ``multiprocessing`` start: that would run the
 parent's main script again in the child.
@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from appliance.child_process import die_with_parent, stop
+from appliance.engines import Appliance
 from appliance.ingest.preparation import DocumentOutcome, ReadyBatch
 from appliance.settings import Settings
 
@@ -134,8 +135,6 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service decides when it stops
     os.nice(NICENESS)
     settings: Settings = requests.recv()
-    from appliance.engines import Appliance
-
     preparer = Appliance(settings).preparer
     while True:
         try:
