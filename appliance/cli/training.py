@@ -257,8 +257,9 @@ def train_generator(
     seed: int = 13,
 ) -> None:
     """Fine-tune the answer generator with LoRA on public data (never an evaluation set):
-    the adapter (for vLLM) and the base GGUF with the adapter merged (for llama.cpp),
-    registered under --role; choose it with generator.model_role."""
+    the adapter with its base as a Hugging Face directory (for vLLM: base/ and adapter/)
+    and the base GGUF with the adapter merged (for llama.cpp), registered under --role;
+    choose it with generator.model_role."""
     import random
 
     from appliance.training.generator_examples import (
@@ -275,6 +276,7 @@ def train_generator(
         load_base,
         merged_deltas,
         save_adapter,
+        save_base,
         train_lora,
     )
     from appliance.training.manifest import now, write_manifest
@@ -314,6 +316,7 @@ def train_generator(
         provenance["base_model"] = f"{base_model.manifest.name} (role {base})"
         errors.print(f"[dim]{len(training)} examples; loading {gguf_file.name}...[/dim]")
         model, tokenizer = load_base(gguf_file.parent, gguf_file.name)
+        save_base(model, tokenizer, appliance.registry.site_models_dir / name / "base")
 
         def run(advance: Callable[[int, int], None]) -> tuple[Any, GeneratorTrainingReport]:
             return train_lora(
@@ -338,7 +341,8 @@ def train_generator(
         f"{report.steps} steps, {report.tokens_trained} tokens in {report.seconds:.0f} s; "
         f"loss {report.loss_by_step[0]:.3f} -> {report.loss_by_step[-1]:.3f}"
         + (f", held out {report.held_out_loss:.3f}" if report.held_out_loss is not None else "")
-        + f"\nadapter {site / name / 'adapter'}\nmodel {merged / 'model.gguf'}"
+        + f"\nfor vLLM: base {site / name / 'base'}, adapter {site / name / 'adapter'}"
+        + f"\nfor llama.cpp: {merged / 'model.gguf'}"
         + f"\nmanifest {manifest}",
         highlight=False,
     )

@@ -169,6 +169,27 @@ def _answer_loss(model: Any, ids: list[int], prompt_length: int) -> torch.Tensor
     return model(input_ids=tokens, labels=labels).loss
 
 
+def save_base(model: Any, tokenizer: Any, directory: Path) -> None:
+    """The base as a Hugging Face model directory: what vLLM serves, with the adapter
+    on top (``--enable-lora``), when the base came from a GGUF file. Saved before
+    training (PEFT wraps the layers in place), in the precision it was trained in."""
+    directory.mkdir(parents=True, exist_ok=True)
+    # Loaded from a GGUF file, the model is marked as quantised by it and transformers
+    # refuses to save it; its weights are plain tensors already, dequantised at load.
+    quantizer = getattr(model, "hf_quantizer", None)
+    quantization = getattr(model.config, "quantization_config", None)
+    try:
+        model.hf_quantizer = None
+        if quantization is not None:
+            del model.config.quantization_config
+        model.save_pretrained(directory)
+    finally:
+        model.hf_quantizer = quantizer
+        if quantization is not None:
+            model.config.quantization_config = quantization
+    tokenizer.save_pretrained(directory)
+
+
 def save_adapter(tuned: Any, directory: Path, report: GeneratorTrainingReport) -> None:
     """The PEFT adapter (what vLLM loads) and the run's report beside it."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,9 @@
 """A tiny LoRA run of the answer generator, end to end: ``appliance models
 train-generator`` trains a few steps from the registry's SmolLM2 GGUF on public data,
-saves the adapter, writes the base GGUF with the adapter merged and registers it; the
-merged file holds exactly the adapted weights (read back by transformers' own GGUF
-reader), and the llama.cpp generator serves it through the registry and answers."""
+saves the adapter and its base as a Hugging Face directory (what vLLM serves), writes the
+base GGUF with the adapter merged and registers it; the merged file holds exactly the
+weights of base plus adapter (read back by transformers' own GGUF reader), and the
+llama.cpp generator serves it through the registry and answers."""
 
 from __future__ import annotations
 
@@ -54,13 +55,15 @@ def test_the_adapter_and_its_report_are_saved(trained: Path) -> None:
     assert weights.stat().st_size < 20 * 1024 * 1024  # small enough to commit
 
 
-def test_the_merged_gguf_holds_the_adapted_weights(trained: Path) -> None:
+def test_the_merged_gguf_holds_what_vllm_serves_base_and_adapter(trained: Path) -> None:
+    """vLLM serves the saved Hugging Face base with the PEFT adapter on top; llama.cpp the
+    merged GGUF: the same weights."""
     from peft import PeftModel
 
     registry = ModelRegistry(make_settings(trained))
     merged_file: Path = registry.load("llm-tiny")  # checksums verified
-    base_file: Path = registry.load("llm-small")
-    base, _tokenizer = load_base(base_file.parent, base_file.name)
+    base, _tokenizer = load_base(trained / "models" / "tiny-lora" / "base")
+    assert base.config.architectures == ["LlamaForCausalLM"]
     names = ("model.layers.0.self_attn.q_proj.weight", "model.layers.7.self_attn.k_proj.weight",
              "model.layers.29.mlp.down_proj.weight")  # fmt: skip
     untouched = {n: p.detach().numpy().copy() for n, p in base.named_parameters() if n in names}
