@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +29,20 @@ def die_with_parent() -> None:
     dies, however it dies (a killed process runs no exit handlers)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="child-launcher")
+"""The one thread children are forked from. Linux sends the parent-death signal when the
+*thread* that forked the child ends (prctl(2)), so a child started from a request's,
+a job's or the warm-up's thread would be stopped as soon as that thread is done; this
+thread lives as long as the process."""
+
+
+def launch(command: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` with ``die_with_parent``, forked from the launcher thread."""
+    return _launcher.submit(
+        lambda: subprocess.Popen(list(command), preexec_fn=die_with_parent, **options)
+    ).result()
 
 
 def free_port() -> int:
@@ -84,10 +99,9 @@ class ChildServer:
     ) -> None:
         """Start ``command`` and poll ``ready`` until it is true; an exit or the timeout
         raises ``failure`` naming the cause and the log."""
-        self._process = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-            cwd=cwd, preexec_fn=die_with_parent,
-        )  # fmt: skip
+        self._process = launch(
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=cwd
+        )
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

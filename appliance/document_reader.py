@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from appliance.child_process import die_with_parent, stop
+from appliance.child_process import launch, stop
 from appliance.engines import Appliance
 from appliance.ingest.preparation import DocumentOutcome, ReadyBatch
 from appliance.settings import Settings
@@ -104,10 +104,9 @@ class PreparationProcess:
     def _started(self) -> tuple[Connection, Connection]:
         if self._child is None or self._child.poll() is not None:
             self._end_child()
-            child = subprocess.Popen(
-                [sys.executable, "-m", __name__],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=die_with_parent,
-            )  # fmt: skip
+            child = launch(
+                [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
             assert child.stdin is not None and child.stdout is not None
             self._requests = Connection(os.dup(child.stdin.fileno()), readable=False)
             self._replies = Connection(os.dup(child.stdout.fileno()), writable=False)

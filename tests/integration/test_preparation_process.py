@@ -64,7 +64,12 @@ def test_documents_read_in_the_child_are_written_as_if_read_here(
     process = PreparationProcess(settings)
     with Appliance(settings) as appliance:
         try:
-            prepared = process.prepare([corpus_copy], {})
+            # asked from a thread that then ends, as an upload's job asks: the reader stays
+            thread, result = _in_background(lambda: process.prepare([corpus_copy], {}))
+            thread.join(300)
+            prepared: Prepared = result[0]  # type: ignore[assignment]
+            reader = process.process_id
+            assert reader is not None
             batches = [item for item in prepared if isinstance(item, ReadyBatch)]
             assert batches and not [i for i in prepared if isinstance(i, DocumentOutcome)]
             for batch in batches:  # the child's models give the vectors this process's do
@@ -83,6 +88,7 @@ def test_documents_read_in_the_child_are_written_as_if_read_here(
                 "unchanged"
             ] * len(report.outcomes)
             assert not [i for i in again if isinstance(i, ReadyBatch)]
+            assert process.process_id == reader  # one reader, its models loaded once
         finally:
             process.close()
 

@@ -5,7 +5,10 @@ a death is described in words, and stopping it leaves nothing running."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -84,3 +87,48 @@ def test_a_death_is_described_by_its_signal(tmp_path: Path) -> None:
         == f"the test server died (signal SIGKILL); its log is {tmp_path / 'server.log'}"
     )
     server.stop()
+
+
+def test_a_child_started_from_a_thread_outlives_the_thread_but_not_the_process(
+    tmp_path: Path,
+) -> None:
+    """Linux sends the parent-death signal when the thread that forked ends: children are
+    forked from the launcher's own thread, so a job's or a request's thread may start
+    them, and they still stop when the appliance process dies."""
+    started: list[HttpServer] = []
+    worker = threading.Thread(
+        target=lambda: started.append(HttpServer(tmp_path / "server.log").start(SERVE))
+    )
+    worker.start()
+    worker.join()
+    (server,) = started
+    try:
+        time.sleep(0.5)
+        assert server.running and _answers(server.port)
+    finally:
+        server.stop()
+
+    # A parent process that starts a child from a thread, then is killed: the child goes.
+    parent = subprocess.Popen(
+        [sys.executable, "-c",
+         "import subprocess, sys, threading, time\n"
+         "from appliance.child_process import launch\n"
+         "def start():\n"
+         "    print(launch(['sleep', '60']).pid, flush=True)\n"
+         "t = threading.Thread(target=start); t.start(); t.join()\n"
+         "time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    for _ in range(50):
+        try:
+            if "State:\tZ" in Path(f"/proc/{child}/status").read_text():
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the child outlived the killed parent")
