@@ -3,13 +3,13 @@ embedded stores, side by side in one run:
 
 - **idle**: no ingestion (the reference);
 - **read holding the engines**: each document read and written with the engine lock
-  held, as the service did before the preparation process (a question waits for a
+  held, as the service did before the document reader (a question waits for a
   whole document);
-- **read in the preparation process**: the document read in the child process and
+- **read in the document reader**: the document read in the child process and
   only its writes made holding the lock (the service today).
 
 The service's own parts, in one process: its fair engine lock, the answer pipeline
-(extractive generator, the CPU default), the ingestor and the preparation process. One
+(extractive generator, the CPU default), the ingestor and the document reader. One
 clinician asks the sample golden set's questions one after another for as long as the
 upload runs (the idle row: for as long as the first upload took). The preparation
 process is started and warmed before the clock starts: its first document would also
@@ -156,7 +156,7 @@ def main() -> None:
                 rows = {
                     "idle": measure(appliance, questions, None, idle_s),
                     "read holding the engines": holding_row,
-                    "read in the preparation process": apart_row,
+                    "read in the document reader": apart_row,
                 }
                 chunks = appliance.catalog.chunk_count()
             finally:

@@ -104,7 +104,7 @@ class ServiceState:
         actor: str,
         on_outcome: Callable[[DocumentOutcome], None] | None = None,
     ) -> IngestReport:
-        """One file (or folder): read in the preparation process while questions go on,
+        """One file (or folder): read in the document reader while questions go on,
         then written holding the engines. ``PreparationStopped`` when the service stops
         first: nothing of the file was written."""
         prepared = self.preparation.prepare([path], defaults)

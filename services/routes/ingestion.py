@@ -135,7 +135,7 @@ def _stored_name(offered: str, taken: set[str]) -> str:
 
 
 def _run_job(service: ServiceState, job_id: str) -> None:
-    """One document at a time, each read in the preparation process and written holding
+    """One document at a time, each read in the document reader and written holding
     the engines, so that questions are answered while a long upload is ingested (a
     background thread: the one place outside a request that takes the engine lock)."""
     job = service.jobs[job_id]

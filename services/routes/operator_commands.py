@@ -3,7 +3,7 @@ stores (``appliance.owner``): ingest, remove documents, search. Only a command o
 data directory's own account can call them: it presents the token the service drew when
 it started, which only that account can read. Not part of the public API's schema.
 
-Ingestion reads each document in the preparation process and takes the engines only to
+Ingestion reads each document in the document reader and takes the engines only to
 write it, as an upload's job does, so that questions are answered meanwhile.
 """
 

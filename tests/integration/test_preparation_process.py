@@ -29,7 +29,7 @@ def _child_started(process: PreparationProcess) -> int:
         if process.process_id is not None:
             return process.process_id
         time.sleep(0.05)
-    raise AssertionError("the preparation process did not start")
+    raise AssertionError("the document reader did not start")
 
 
 def _in_background(call: object) -> tuple[threading.Thread, list[object]]:

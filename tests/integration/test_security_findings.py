@@ -438,7 +438,7 @@ def test_uploads_keep_every_file_and_report_every_outcome(client: TestClient) ->
 
 
 def test_questions_are_answered_while_an_upload_is_being_ingested(appliance: Appliance) -> None:
-    """A document is read in the preparation process, outside the engines: a question
+    """A document is read in the document reader, outside the engines: a question
     asked while a long manual is being read is answered before that one document is
     written (the engines are held only for its writes)."""
     settings = make_settings(
