@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 CHUNK_FINDERS = frozenset(
-    {"entity_chunks", "chunks_without", "scope_match", "relation_between", "successors"}
+    {
+        "entity_chunks",
+        "chunks_without",
+        "contraindications",
+        "scope_match",
+        "relation_between",
+        "successors",
+    }
 )
 """The templates that return ranked chunks (``scope_of`` returns scopes)."""
 

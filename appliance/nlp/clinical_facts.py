@@ -33,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "3"
+EXTRACTOR_VERSION = "4"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -70,6 +70,7 @@ class ClinicalTerms:
     departments: Mapping[str, tuple[str, ...]]
     hedges: frozenset[str]
     exclusion_cues: tuple[str, ...]
+    contraindication_cues: tuple[str, ...]
     inclusion_cues: tuple[str, ...]
     scope_headings: frozenset[str]
     requirement_cues: tuple[str, ...]
@@ -95,6 +96,7 @@ class ClinicalTerms:
             departments={k: tuple(v) for k, v in raw["departments"].items()},
             hedges=frozenset(lang["hedges"]),
             exclusion_cues=tuple(lang["exclusion_cues"]),
+            contraindication_cues=tuple(lang["contraindication_cues"]),
             inclusion_cues=tuple(lang["inclusion_cues"]),
             scope_headings=frozenset(lang["scope_headings"]),
             requirement_cues=tuple(lang["requirement_cues"]),
@@ -215,15 +217,27 @@ class ClinicalFactExtractor:
                         scopes.append(
                             Scope("EXCLUDES", m.key, sentence.start_char, sentence.end_char)
                         )
-                        relations += self._contraindications(inside, m, cut, sentence)
+                        relations += self._contraindications(inside, m, sentence)
             elif under_scope_heading or _first_cue(text, self._terms.inclusion_cues) is not None:
                 for m in inside:
                     if m.kind in _CONDITION_LIKE:
                         scopes.append(
                             Scope("APPLIES_TO", m.key, sentence.start_char, sentence.end_char)
                         )
+            # "Carboprost 250 micrograms IM; avoid in asthma": a drug's own contraindication,
+            # not the passage's scope, and its dose is not a dose for what follows the cue.
+            caution = (
+                _first_cue(text, self._terms.contraindication_cues) if exclusion is None else None
+            )
+            given = inside
+            if caution is not None:
+                cut = sentence.start_char + caution
+                for m in inside:
+                    if m.kind in _CONDITION_LIKE and m.start >= cut:
+                        relations += self._contraindications(inside, m, sentence)
+                given = [m for m in inside if m.start < cut]
             if exclusion is None:
-                relations += self._doses_and_treatments(chunk.text, inside, sentence)
+                relations += self._doses_and_treatments(chunk.text, given, sentence)
             relations += self._requirements(text, inside, sentence)
         relations += _next_steps(chunk.text, mentions)
         abbreviations = tuple(sorted({(s, key) for s, (key, _) in defined.items()
@@ -233,14 +247,16 @@ class ClinicalFactExtractor:
         )
 
     def _contraindications(
-        self, inside: list[Mention], target: Mention, cut: int, sentence: Any
+        self, inside: list[Mention], target: Mention, sentence: Any
     ) -> list[Relation]:
+        """Every drug the sentence names before the condition after its cue ("metformin
+        is contraindicated in ...", "do not give heparin in ...", "avoid NSAIDs in ...")."""
         return [
             Relation(
                 "CONTRAINDICATED_WITH", m.key, target.key, sentence.start_char, sentence.end_char
             )
             for m in inside
-            if m.kind == "drug" and m.start < cut
+            if m.kind == "drug" and m.start < target.start
         ]
 
     def _doses_and_treatments(

@@ -3,12 +3,14 @@ read with the same finder that filled the graph (abbreviations as the readable
 documents define them); rules pick the reviewed templates that fit the question's form,
 and the chunks behind the matched relations come back as one ranking.
 
-Rules, not free text: "without" / "do not" asks for negation, "supersede" / "replace"
-for the newer version, "is X for Y" / "can X be used in Y" for the scope of passages,
-two entities for what one states about the other and for the passages that name them
-all. A passage that names one entity of the question is what BM25 finds anyway, so the
-graph stays silent then. A template that matches nothing adds nothing, and the graph
-hands the fusion a few chunks (``graph.candidates``), not a long tail.
+Rules, not free text: "without" / "do not" asks for negation, "avoid" / "must not be
+given" for contraindications, "supersede" / "replace" for the newer version, "is X for
+Y" / "can X be used in Y" for the scope of passages, two entities for what one states
+about the other and for the passages that name them all. A passage that merely names one
+entity of the question is what BM25 finds anyway, so the graph stays silent then, unless
+the question asks what a passage states of it (a contraindication, the scope of a
+protocol). A template that matches nothing adds nothing, and the graph hands the fusion a
+few chunks (``graph.candidates``), not a long tail.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ _NEGATION = re.compile(
 )
 _APPLICABILITY = re.compile(
     r"^\s*(is|are|can|could|should|may|does|do)\b.*\b(for|in|with|used|given|suitable|apply)\b",
+    re.I,
+)
+_CONTRAINDICATION = re.compile(
+    r"\b(avoid\w*|contraindicat\w*|must\s+not|mustn't|should\s+not|shouldn't|"
+    r"(?:not|never)\s+(?:be\s+)?(?:given|used|prescribed)|unsafe)\b",
     re.I,
 )
 _SUPERSESSION = re.compile(
@@ -72,6 +79,8 @@ class GraphRetriever:
             absent = [m.key for m in mentions if m.start >= negation.end()]
             if present and absent:
                 asked.append(("chunks_without", {"keys": present, "absent": absent}))
+        if _CONTRAINDICATION.search(query):
+            asked.append(("contraindications", {"keys": keys}))
         if _SUPERSESSION.search(query):
             asked.append(("successors", {"keys": keys}))
         if len(keys) > 1:

@@ -113,6 +113,20 @@ def facts_of_falls() -> list[ChunkFacts]:
     return [ChunkFacts(chunk, mentions=(mention(text, "adult", "population", "adult"),))]
 
 
+def facts_of_uterotonics() -> list[ChunkFacts]:
+    text = "Dinoprost 1 mg IM every 2 hours; avoid in epilepsy."
+    chunk = make_chunk("uterotonics", 0, text, departments=["maternity"])
+    drug = mention(text, "dinoprost", "drug", "Dinoprost")
+    condition = mention(text, "epilepsy", "condition", "epilepsy")
+    return [
+        ChunkFacts(
+            chunk,
+            mentions=(drug, condition),
+            relations=(Relation("CONTRAINDICATED_WITH", "dinoprost", "epilepsy", 0, len(text)),),
+        )
+    ]
+
+
 class GraphStoreContract:
     """Subclasses provide ``driver`` and ``database`` fixtures for a running server."""
 
@@ -186,6 +200,19 @@ class GraphStoreContract:
         )
         store.replace_documents([both])
         assert self.ids(store, "chunks_without", keys=["adult"], absent=[MRSA]) == ["vriii@1#0000"]
+
+    def test_contraindications_are_found_from_the_drug_or_the_condition(
+        self, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_uterotonics() + facts_of_sepsis_v4())
+        found = store.find("contraindications", {"keys": ["dinoprost"], "limit": 10})
+        assert [(e.chunk_id, e.evidence) for e in found] == [
+            ("uterotonics@1#0000", ("dinoprost CONTRAINDICATED_WITH epilepsy",))
+        ]
+        assert self.ids(store, "contraindications", keys=["epilepsy"]) == ["uterotonics@1#0000"]
+        assert self.ids(store, "contraindications", keys=[AZTREONAM]) == []  # a dose is not one
+        icu = AnyOf("departments", ("icu",))
+        assert self.ids(store, "contraindications", icu, keys=["dinoprost"]) == []
 
     def test_supersession_links_versions_in_either_order(
         self, driver: Driver, database: str, store: CypherGraphStore

@@ -13,6 +13,7 @@ import pytest
 
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn, AllOf, AnyOf
+from appliance.retrieve.graph import GraphRetriever
 from tests.conftest import SAMPLE_CORPUS, make_settings
 
 DOCUMENTS = (
@@ -38,6 +39,19 @@ Treat diabetic ketoacidosis (DKA) with a fixed-rate intravenous insulin infusion
 0.1 units/kg/hour.
 """
 
+ANALGESIA = """---
+doc_id: ward-analgesia
+title: Analgesia on the Wards
+departments: [pharmacy]
+sensitivity: internal
+---
+# Analgesia on the Wards
+
+## Step two
+
+Ibuprofen 400 mg orally three times a day with food; avoid in asthma.
+"""
+
 
 def graph_appliance(data_dir: Path, engine: str = "arcadedb") -> Appliance:
     return Appliance(make_settings(data_dir, graph={"engine": engine}))
@@ -49,6 +63,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in DOCUMENTS:
         shutil.copy(SAMPLE_CORPUS / name, target / name)
     (target / "dka-protocol.md").write_text(DKA_PROTOCOL, encoding="utf-8")
+    (target / "ward-analgesia.md").write_text(ANALGESIA, encoding="utf-8")
     return target
 
 
@@ -89,6 +104,23 @@ def test_the_graph_retriever_joins_the_fusion(appliance: Appliance) -> None:
     assert "graph" in appliance.retriever.to_dict()["retrievers"]  # type: ignore[operator]
 
 
+def test_a_question_about_whom_a_drug_is_avoided_in_finds_its_contraindication(
+    appliance: Appliance,
+) -> None:
+    today = ActiveOn(dt.date(2026, 6, 1))
+    candidates = appliance.retriever.retrieve("Who should not be given ibuprofen?", 5, today)
+    [stated] = [c for c in candidates if "graph" in c.hits]
+    assert stated.chunk.doc_id == "ward-analgesia" and "avoid in asthma" in stated.chunk.text
+    assert stated.hits["graph"].rank == 1
+    graph = appliance.knowledge_graph
+    assert graph is not None
+    reader = GraphRetriever(graph, appliance.fact_extractor)
+    evidence = reader.evidence("Who should not be given ibuprofen?", 10, today)
+    assert [(e.template, e.evidence) for e in evidence] == [
+        ("contraindications", ("ibuprofen CONTRAINDICATED_WITH asthma",))
+    ]
+
+
 def test_the_graph_is_silent_where_it_knows_nothing_the_words_do_not(
     appliance: Appliance,
 ) -> None:
@@ -124,7 +156,10 @@ def test_an_edit_and_a_removal_keep_the_graph_equal_to_the_catalog(
             encoding="utf-8",
         )
         report = appliance.ingestor.ingest([corpus])
-        assert report.count("updated") == 1 and report.count("unchanged") == len(DOCUMENTS)
+        assert (
+            report.count("updated") == 1
+            and report.count("unchanged") == len(list(corpus.iterdir())) - 1
+        )
         assert_graph_matches_catalog(appliance)
         graph = appliance.knowledge_graph
         assert graph is not None

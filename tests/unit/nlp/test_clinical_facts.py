@@ -85,6 +85,23 @@ def test_a_drug_named_before_an_exclusion_is_contraindicated(
     assert ("EXCLUDES", "renal impairment") in {(s.kind, s.target) for s in found.scopes}
 
 
+def test_a_drugs_own_contraindication_is_not_the_passages_scope(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    [found] = facts(extractor, "Ibuprofen 400 mg orally three times a day; avoid in asthma.")
+    stated = {(r.kind, r.source, r.target) for r in found.relations}
+    assert ("CONTRAINDICATED_WITH", "ibuprofen", "asthma") in stated
+    assert ("DOSE_OF", "ibuprofen", "asthma") not in stated  # the dose is not for asthma
+    assert ("TREATS", "ibuprofen", "asthma") not in stated
+    assert found.scopes == ()  # the rest of the passage still applies in asthma
+    [unless] = facts(extractor, "Give atenolol 50 mg orally, unless the patient has asthma.")
+    assert ("CONTRAINDICATED_WITH", "atenolol", "asthma") in {
+        (r.kind, r.source, r.target) for r in unless.relations
+    }
+    [no_drug] = facts(extractor, "Avoid moving the patient between wards in delirium.")
+    assert not [r for r in no_drug.relations if r.kind == "CONTRAINDICATED_WITH"]
+
+
 def test_a_question_is_read_with_the_graphs_abbreviations(
     extractor: ClinicalFactExtractor,
 ) -> None:
