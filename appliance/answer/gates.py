@@ -143,12 +143,14 @@ class AnswerGates:
             return Refusal(
                 "out-of-scope", f"the documents found do not apply to what is asked: {reasons}"
             )
+        # An abbreviation and its meaning weigh as one term, present where either is.
         coverage = question_coverage(
-            understood.topic,
+            understood.without_long_forms(understood.topic),
             [passage_text(c.chunk) for c in applicable],
             self.terms,
             found.applied_filter,
-            understood.asking,
+            understood.without_long_forms(understood.asking),
+            [(e.written, e.read_as) for e in understood.expansions],
         )
         record["question_coverage"] = {
             "coverage": round(coverage.coverage, 4),

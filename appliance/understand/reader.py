@@ -53,6 +53,14 @@ class UnderstoodQuestion:
     """The previous question of the conversation, as it was understood, when this one
     was read as its follow-up (``read_as`` then carries the previous subject)."""
 
+    def without_long_forms(self, text: str) -> str:
+        """``text`` without the long forms the reading put beside the abbreviations the
+        documents define ("VRIII (Variable Rate ...)" -> "VRIII"): for weighing what a
+        question asks about, an abbreviation and its meaning are one thing, not six."""
+        for e in self.expansions:
+            text = text.replace(f"{e.written} ({e.read_as})", e.written)
+        return text
+
     def to_record(self) -> dict[str, object]:
         """What the audit log keeps of the reading."""
         record: dict[str, object] = {"read_as": self.read_as, "search_text": self.search_text}

@@ -83,9 +83,13 @@ def question_coverage(
     index: TermStatistics,
     search_filter: SearchFilter | None,
     asking: str | None = None,
+    meanings: Sequence[tuple[str, str]] = (),
 ) -> QuestionCoverage:
     """How much of the question's weight the passages hold; ``asking`` is the part of
-    the question that asks (its last sentences), whose specific names must all be there."""
+    the question that asks (its last sentences), whose specific names must all be there.
+    ``meanings``: (abbreviation, long form) pairs the documents define; an abbreviation
+    is present where a passage writes its long form instead ("CrCl", "creatinine
+    clearance")."""
     zipf = english_frequency()
     # Words that start with a digit are values and ages ("58-year-old", "4.5"):
     # qualifiers, not topics ("COVID-19" and "E11.9" are topics).
@@ -106,6 +110,12 @@ def question_coverage(
     present_words = {w.lower() for passage in passages for w in _WORD.findall(passage)}
     acronyms = {w.lower() for w in _WORD.findall(question) if _ACRONYM.match(w)}
     initials = _initials(passages) if acronyms else set()
+    stands_for = {
+        term: long_terms
+        for short, long in meanings
+        if (long_terms := index.content_terms(long))
+        for term in index.content_terms(short)
+    }
 
     def found(term: str) -> bool:
         if term in present or any(
@@ -114,6 +124,8 @@ def question_coverage(
         ):
             return True
         if term in acronyms and term in initials:
+            return True
+        if term in stands_for and all(t in present for t in stands_for[term]):
             return True
         return len(term) >= MIN_PREFIX and any(
             p.startswith(term) and len(p) > len(term) for p in present

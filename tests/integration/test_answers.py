@@ -74,6 +74,27 @@ def test_a_question_the_documents_do_not_answer_is_refused_with_the_closest_sour
     ]
 
 
+def test_an_abbreviation_and_its_meaning_weigh_as_one_thing_the_question_asks_about(
+    sample_appliance: Appliance,
+) -> None:
+    """The reader writes the meaning of a defined abbreviation beside it, for the
+    engines; the coverage gate must not count those five words as five more things the
+    passages cover, or any question naming the abbreviation passes the gate whatever
+    else it asks about."""
+    uncovered = sample_appliance.answers.ask(
+        "Should a VRIII be started for thyroid storm?", SAMPLE_READER, in_force_on=TODAY
+    )
+    assert uncovered.refused and uncovered.refusal is not None
+    assert uncovered.refusal.code == "not-covered"
+    assert "thyroid" in uncovered.refusal.reason
+    covered = sample_appliance.answers.ask(
+        "Who should be put on a VRIII?", SAMPLE_READER, in_force_on=TODAY
+    )
+    assert not covered.refused
+    assert any("Use a VRIII for patients with diabetes" in v.sentence.text
+               for v in covered.sentences)  # fmt: skip
+
+
 class SaysYes:
     """The extractive generator's real, cited sentences with a "yes" decision written on
     every answer, as an LLM might write one: what the pipeline keeps is under test."""

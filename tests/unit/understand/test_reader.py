@@ -104,6 +104,22 @@ def test_shorthand_the_documents_also_write_is_kept_and_searched_by_its_meaning(
     assert "diabetic ketoacidosis" in understood.search_text
 
 
+def test_a_brand_name_is_read_as_the_medicine_the_documents_name(reader: QuestionReader) -> None:
+    understood = reader.read("Can Augmentin be given with a Clexane injection?")
+    assert "co-amoxiclav" in understood.read_as and "enoxaparin" in understood.read_as
+    assert {e.written for e in understood.expansions} >= {"Augmentin", "Clexane"}
+
+
+def test_a_defined_abbreviation_weighs_once_without_the_meaning_beside_it(
+    reader: QuestionReader,
+) -> None:
+    understood = reader.read("How often is glucose checked on a VRIII?")
+    assert "VRIII (Variable Rate Intravenous Insulin Infusion)" in understood.topic
+    assert understood.without_long_forms(understood.topic) == (
+        "How often is glucose checked on a VRIII?"
+    )
+
+
 def test_abbreviations_the_documents_define_are_learnt() -> None:
     found = defined_abbreviations(_corpus_texts())
     assert found["VRIII"] == "Variable Rate Intravenous Insulin Infusion"
