@@ -5,12 +5,8 @@ left pending. One kill in the default suite, more in the slow mode."""
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,54 +16,22 @@ import httpx
 import pytest
 
 from appliance.engines import Appliance
-from services.accounts import LocalAccounts
-from tests.conftest import (
-    SAMPLE_CORPUS,
-    SAMPLE_SUBJECTS,
-    SLOW,
-    finished_job,
-    free_port,
-    make_settings,
-    wait_until_answers,
-)
+from tests.conftest import SAMPLE_CORPUS, SLOW, finished_job, make_settings
+from tests.e2e.service import BIN, prepare_data, running_service, signed_in, upload
 
 PASSWORD = "kill test password"
-BIN = Path(sys.executable).parent
 KILLS = 4 if SLOW else 1
 READER = "appliance.document_reader"
 
 
 @contextmanager
-def service(data: Path) -> Iterator[tuple[subprocess.Popen[bytes], httpx.Client]]:
-    port = free_port()
-    environment = {**os.environ, "APPLIANCE_DATA_DIR": str(data),
-                   "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
-    server = subprocess.Popen(
-        [str(BIN / "appliance-web"), "serve", "--port", str(port)], env=environment,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_until_answers(f"http://127.0.0.1:{port}/ready")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-            client.get("/health")
-            client.post(
-                "/api/login", json={"user_id": "it-santos", "password": PASSWORD},
-                headers={"x-csrftoken": client.cookies.get("csrftoken", "")},
-            ).raise_for_status()  # fmt: skip
-            yield server, client
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=90)
+def service(data: Path) -> Iterator[tuple[subprocess.Popen[str], httpx.Client]]:
+    with running_service(data) as (server, base), signed_in(base, PASSWORD) as client:
+        yield server, client
 
 
-def upload(client: httpx.Client, files: list[Path]) -> str:
-    parts = [("data", (p.name, p.read_bytes(), "application/octet-stream")) for p in files]
-    accepted = client.post(
-        "/api/documents", files=parts, headers={"x-csrftoken": client.cookies["csrftoken"]}
-    )
-    assert accepted.status_code == 202, accepted.text
-    return str(accepted.json()["job_id"])
+def files(paths: list[Path]) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in paths]
 
 
 def readers_of(parent: int) -> list[int]:
@@ -94,9 +58,7 @@ def alive(pid: int) -> bool:
 @pytest.mark.parametrize("attempt", range(KILLS))
 def test_a_service_killed_during_an_upload_loses_nothing(attempt: int, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    (data / "access").mkdir(parents=True)
-    shutil.copyfile(SAMPLE_SUBJECTS, data / "access" / "subjects.toml")
-    LocalAccounts(data / "access" / "accounts.json").set_password("it-santos", PASSWORD)
+    prepare_data(data, PASSWORD)
     manual = tmp_path / "ward-manual.md"
     manual.write_text(
         "# Ward Manual\n\n"
@@ -110,7 +72,7 @@ def test_a_service_killed_during_an_upload_loses_nothing(attempt: int, tmp_path:
     rng = random.Random(attempt)
 
     with service(data) as (server, client):
-        upload(client, documents)
+        upload(client, files(documents))
         for _ in range(600):  # until the reader runs: the kill lands in reading or writing
             readers = readers_of(server.pid)
             if readers:
@@ -118,7 +80,7 @@ def test_a_service_killed_during_an_upload_loses_nothing(attempt: int, tmp_path:
             time.sleep(0.1)
         assert readers, "the service started no document reader"
         time.sleep(rng.uniform(0.0, 8.0))
-        server.send_signal(signal.SIGKILL)
+        server.kill()
         server.wait(timeout=30)
     for _ in range(100):  # the reader follows its parent (PR_SET_PDEATHSIG)
         if not any(alive(pid) for pid in readers):
@@ -129,7 +91,7 @@ def test_a_service_killed_during_an_upload_loses_nothing(attempt: int, tmp_path:
     late = tmp_path / "late-note.md"
     late.write_text("# Late Note\n\nThe fridge is checked daily.\n")
     with service(data) as (_server, client):
-        job = finished_job(client, upload(client, [late]))
+        job = finished_job(client, upload(client, files([late])))
         assert job["state"] == "done", job
     verified = subprocess.run(
         [str(BIN / "audit"), "--dir", str(data / "audit"), "verify"], capture_output=True, text=True
