@@ -228,7 +228,6 @@ class ModelRegistry:
             return
         if all((directory / f.path).is_file() for f in manifest.files):
             return  # unpacked before; resolve() still checks every file's sha256
-        directory.parent.mkdir(parents=True, exist_ok=True)
         joined = directory.with_name(directory.name + ".zip")
         staging = directory.with_name(directory.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)

@@ -29,6 +29,11 @@ class Expansion:
     read_as: str
 
 
+def _with_long_form(short: str, long: str) -> str:
+    """How the reading writes a defined abbreviation: kept, its meaning beside it."""
+    return f"{short} ({long})"
+
+
 @dataclass(frozen=True, slots=True)
 class UnderstoodQuestion:
     asked: str
@@ -58,7 +63,7 @@ class UnderstoodQuestion:
         documents define ("VRIII (Variable Rate ...)" -> "VRIII"): for weighing what a
         question asks about, an abbreviation and its meaning are one thing, not six."""
         for e in self.expansions:
-            text = text.replace(f"{e.written} ({e.read_as})", e.written)
+            text = text.replace(_with_long_form(e.written, e.read_as), e.written)
         return text
 
     def to_record(self) -> dict[str, object]:
@@ -152,7 +157,7 @@ class QuestionReader:
             pattern = rf"(?<![\w-]){re.escape(short)}(?![\w-])"
             if re.search(pattern, text) and long.lower() not in text.lower():
                 expansions.append(Expansion(short, long))
-                text = re.sub(pattern, f"{short} ({long})", text)
+                text = re.sub(pattern, _with_long_form(short, long), text)
         return text, expansions, also
 
     def read(self, question: str, previous: str | None = None) -> UnderstoodQuestion:
