@@ -245,6 +245,9 @@ class GeneratorSettings(_Group):
     """The model name that server serves."""
     structured_output: Literal["json_schema", "json_object"] = "json_schema"
     """How the answer's shape is enforced: a JSON schema (vLLM, llama.cpp) or JSON mode."""
+    quotes: Literal["verbatim", "free"] = "verbatim"
+    """``verbatim``: decoding holds each quote to one of its passage's sentences or table
+    rows, so a model cannot misquote; ``free``: any text (checked only afterwards)."""
     api_key_env: str = "APPLIANCE_LLM_API_KEY"
     """The environment variable that holds the server's API key, if it wants one."""
     max_tokens: int = Field(768, gt=0, le=8192)

@@ -13,7 +13,10 @@ corpus, asked through the whole answer path as a reader of everything. Per model
   refusals (answerable rows), as ``appliance eval`` counts them;
 - generation tokens per second and the answer's p50 seconds.
 
-    .venv/bin/python benchmarks/generator_finetune.py --tuned llm-tuned [--base llm-small]
+    .venv/bin/python -m benchmarks.generator_finetune [--tuned llm-tuned] [--base llm-small]
+
+Each model runs with its quotes free (any text, checked only afterwards) and held by
+decoding to the passages' sentences (``generator.quotes = "verbatim"``, the default).
 
 The tuned role is what ``appliance models train-generator`` registered (in the site
 model directory of APPLIANCE_DATA_DIR, or --models-from).
@@ -27,6 +30,7 @@ import shutil
 import statistics
 import tempfile
 from pathlib import Path
+from typing import get_args
 
 import jsonschema
 from rich.console import Console
@@ -34,7 +38,8 @@ from rich.table import Table
 
 from appliance.engines import Appliance
 from appliance.eval.golden import evaluate
-from appliance.generate.prompt import answer_schema
+from appliance.generate.base import ContextPassage
+from appliance.generate.prompt import QuoteRule, answer_schema
 from appliance.settings import GeneratorSettings, Settings
 
 CONSOLE = Console(stderr=True)
@@ -43,10 +48,14 @@ SAMPLE = ROOT / "appliance" / "sample_corpus"
 QUESTIONS = [SAMPLE / "golden.jsonl", ROOT.parent / "shared" / "data" / "clinical" / "dev.jsonl"]
 
 
-def measure(role: str, data: Path, questions: list[Path], max_tokens: int) -> dict[str, float]:
+def measure(
+    role: str, quotes: QuoteRule, data: Path, questions: list[Path], max_tokens: int
+) -> dict[str, float]:
     settings = Settings(
         data_dir=data,
-        generator=GeneratorSettings(kind="llama-cpp", model_role=role, max_tokens=max_tokens),
+        generator=GeneratorSettings(
+            kind="llama-cpp", model_role=role, quotes=quotes, max_tokens=max_tokens
+        ),
     )
     figures: dict[str, list[float]] = {"contains": [], "correct_refusal": [], "false_refusal": []}
     seconds: list[float] = []
@@ -76,13 +85,14 @@ def measure(role: str, data: Path, questions: list[Path], max_tokens: int) -> di
         for entry in records:
             details = entry["details"]
             raw, context = details["raw_output"], list(details["relevance"])
+            chunks = appliance.catalog.chunks(context)
+            passages = [ContextPassage(n, chunks[c]) for n, c in enumerate(context, start=1)]
             try:
                 document = json.loads(raw)
-                jsonschema.validate(document, answer_schema(context))
+                jsonschema.validate(document, answer_schema(passages, quotes))
                 valid += 1
             except (json.JSONDecodeError, jsonschema.ValidationError):
                 document = {"sentences": []}
-            chunks = appliance.catalog.chunks(context)
             for sentence in document.get("sentences", []):
                 for citation in sentence.get("citations", []):
                     written += 1
@@ -129,8 +139,13 @@ def _first(path: Path, limit: int, folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tuned", default="llm-tuned")
+    parser.add_argument("--tuned", help="the tuned model's role (left out: the base alone)")
     parser.add_argument("--base", default="llm-small")
+    parser.add_argument(
+        "--quotes",
+        default="free,verbatim",
+        help="quote rules to compare (comma-separated): free text, or held to the passages",
+    )
     parser.add_argument(
         "--models-from", type=Path, help="a data directory whose site models to use"
     )
@@ -140,27 +155,28 @@ def main() -> None:
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "generator_finetune.json"
     )
     args = parser.parse_args()
+    rules: list[QuoteRule] = [q for q in get_args(QuoteRule) if q in args.quotes.split(",")]
+    runs = [(role, rule) for role in (args.base, args.tuned) if role for rule in rules]
     results = {}
-    for role in (args.base, args.tuned):
+    for role, rule in runs:
+        name = f"{role} ({rule} quotes)"
         with tempfile.TemporaryDirectory() as scratch:
             data = Path(scratch) / "data"
             if args.models_from:
                 shutil.copytree(args.models_from / "models", data / "models")
-            CONSOLE.log(f"{role}: ingesting the sample corpus")
+            CONSOLE.log(f"{name}: ingesting the sample corpus")
             with Appliance(Settings(data_dir=data)) as appliance:
                 appliance.ingestor.ingest([SAMPLE / "documents"])
-            CONSOLE.log(f"{role}: asking")
+            CONSOLE.log(f"{name}: asking")
             questions = [q for q in QUESTIONS if q.is_file()]
             if args.limit:
                 questions = [_first(q, args.limit, Path(scratch)) for q in questions]
-            results[role] = measure(role, data, questions, args.max_tokens)
-    table = Table(
-        title="Answer generator: un-tuned base against the LoRA-tuned model (llama.cpp, CPU)"
-    )
+            results[name] = measure(role, rule, data, questions, args.max_tokens)
+    table = Table(title="Answer generator on llama.cpp (CPU): base and tuned, free and held quotes")
     table.add_column("figure")
-    for role in results:
-        table.add_column(role, justify="right")
-    for figure in results[args.base]:
+    for name in results:
+        table.add_column(name, justify="right")
+    for figure in next(iter(results.values())):
         table.add_row(figure, *(f"{results[r][figure]:.3f}" for r in results))
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

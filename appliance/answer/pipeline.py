@@ -240,7 +240,9 @@ class AnswerPipeline:
         self, understood: UnderstoodQuestion, context: list[ContextPassage], answer: _Answering
     ) -> GeneratedAnswer:
         try:
-            generated = self._generator.generate(understood.search_text, context)
+            generated = self._generator.generate(
+                understood.read_as, context, search_text=understood.search_text
+            )
         except GeneratorUnavailable as error:
             # Not a refusal (the documents may well answer): an error the user sees, and
             # a record that says so.

@@ -73,7 +73,15 @@ class GeneratedAnswer:
 class Generator(Protocol):
     name: str
 
-    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer: ...
+    def generate(
+        self, question: str, passages: list[ContextPassage], *, search_text: str | None = None
+    ) -> GeneratedAnswer:
+        """``question``: as the reader understood it, in the asker's words (spelling
+        corrected, abbreviations spelled out, a follow-up made whole): what an LLM is
+        trained to read. ``search_text``: the same with the words the search added (a
+        story's rare words, measured values, meanings), for a generator that scores
+        passages against it."""
+        ...
 
     def close(self) -> None:
         """Release what the generator holds (a connection, a server it started)."""

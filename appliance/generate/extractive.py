@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
-from appliance.generate.base import ContextPassage, GeneratedAnswer, under_heading
+from appliance.generate.base import ContextPassage, GeneratedAnswer
+from appliance.generate.quotable import QuoteCandidate, candidates_of, cells
 from appliance.nlp.embedder import Embedder
 from appliance.records import AnswerSentence, Citation
 from appliance.understand.narrative import parts_of
 from appliance.understand.spelling import specific_words
 
-# A sentence ends at . ! ? (or a line break) followed by space and a capital, digit or bullet.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])|\n+")
-_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 _NUMBER = r"\d+(?:\.\d+)?"
 _RANGE = re.compile(rf"({_NUMBER})\s*(?:to|-|\u2013)\s*({_NUMBER})")
 _BOUND = re.compile(
@@ -41,89 +37,6 @@ _NEGATION = re.compile(
 )
 
 
-def sentences_of(text: str) -> list[str]:
-    """The sentences of a passage, each an exact substring of it."""
-    pieces = [p.strip(" -*\t") for p in _SENTENCE_END.split(text)]
-    return [p for p in pieces if len(p.split()) >= 3 and p in text]
-
-
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip().strip("|").split("|")]
-
-
-@dataclass(frozen=True, slots=True)
-class QuoteCandidate:
-    """A sentence or table row that may be quoted, and the text it is judged by."""
-
-    quote: str
-    """An exact substring of the chunk."""
-    judged_text: str
-    """The quote in its context: its section heading, and for a row its column names."""
-    passage: ContextPassage
-    header: str | None = None
-    """For a table row, the table's header row when the chunk holds it (quoted first)."""
-    columns: str = ""
-    """For a table row, its table's header row, in this chunk or repeated as context."""
-    refers_back: bool = False
-    """A sentence that opens with "It", "This", ...: it means nothing without the one
-    before it, so it is never judged alone."""
-
-    @property
-    def alone(self) -> str:
-        """The text judged without its heading: the quote, or for a sentence that
-        refers back, the quote after the sentence it refers to."""
-        return self.judged_text if self.refers_back else self.quote
-
-    @property
-    def position(self) -> int:
-        return self.passage.chunk.text.find(self.quote)
-
-    @property
-    def table(self) -> tuple[str, str] | None:
-        """Which table of which chunk the row is in (None for a sentence)."""
-        return (self.passage.chunk.chunk_id, self.columns) if self.columns else None
-
-
-def candidates_of(passage: ContextPassage) -> Iterator[QuoteCandidate]:
-    """Every sentence and table row of a passage; a table's header and separator rows
-    say nothing alone and are not candidates."""
-    chunk = passage.chunk
-    lines = chunk.text.split("\n")
-    prose: list[str] = []
-    header: str | None = None
-    repeated = chunk.context.strip().split("\n")[0]
-    columns = repeated if repeated.startswith("|") else ""
-    for number, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped.startswith("|"):
-            prose.append(line)
-            header = None
-            continue
-        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
-        if _TABLE_SEPARATOR.match(following):
-            header = columns = stripped
-            continue
-        if _TABLE_SEPARATOR.match(stripped):
-            continue
-        values = _cells(stripped)
-        names = _cells(columns) if columns else [""] * len(values)
-        described = "; ".join(
-            f"{name} {value}" if name else value for name, value in zip(names, values, strict=False)
-        )
-        yield QuoteCandidate(stripped, under_heading(described, chunk), passage, header, columns)
-    previous = ""
-    for sentence in sentences_of("\n".join(prose)):  # never spans a line: a chunk substring
-        # "It is not used when ..." says nothing alone: a reader takes "it" from the
-        # sentence before, and so is it judged.
-        refers_back = bool(previous and _REFERS_BACK.match(sentence))
-        judged = f"{previous} {sentence}" if refers_back else sentence
-        yield QuoteCandidate(
-            sentence, under_heading(judged, chunk), passage, refers_back=refers_back
-        )
-        previous = sentence
-
-
-_REFERS_BACK = re.compile(r"(?:It|This|These|They|That|Those|Its|Their)\b")
 _COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _STEPS_TAKEN = re.compile(
     r"\b(?:after|had|given|received|already|following)\s+(?:\w+\s+){0,2}?"
@@ -145,9 +58,9 @@ def steps_taken(question: str) -> int | None:
 
 def step_number(option: QuoteCandidate) -> int | None:
     """The step a row of a "Step" table is (its first cell), or None."""
-    if not option.columns or _cells(option.columns)[0].lower() != "step":
+    if not option.columns or cells(option.columns)[0].lower() != "step":
         return None
-    first = _cells(option.quote)[0]
+    first = cells(option.quote)[0]
     return int(first) if first.isdigit() else None
 
 
@@ -198,7 +111,10 @@ class ExtractiveGenerator:
         self._negation_bonus = negation_bonus
         self._name_bonus = name_bonus
 
-    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
+    def generate(
+        self, question: str, passages: list[ContextPassage], *, search_text: str | None = None
+    ) -> GeneratedAnswer:
+        question = search_text or question  # sentences are scored against what was searched
         options = [c for p in passages[: self._passages_used] for c in candidates_of(p)]
         if not options:
             return GeneratedAnswer((), json.dumps({"sentences": [], "not_found": True}), self.name)

@@ -23,7 +23,7 @@ from appliance.generate.base import (
     ShortAnswer,
 )
 from appliance.generate.llama_cpp_server import LlamaCppServer
-from appliance.generate.prompt import answer_schema, build_messages
+from appliance.generate.prompt import QuoteRule, answer_schema, build_messages
 from appliance.records import AnswerSentence, Citation
 
 StructuredOutput = Literal["json_schema", "json_object"]
@@ -109,6 +109,7 @@ class OpenAICompatibleGenerator:
         model: str,
         *,
         structured_output: StructuredOutput = "json_schema",
+        quotes: QuoteRule = "verbatim",
         max_tokens: int = 768,
         timeout_s: float = 120.0,
         api_key: str | None = None,
@@ -119,6 +120,7 @@ class OpenAICompatibleGenerator:
         self._server = server  # a server this generator owns, stopped on close
         self._model = model
         self._structured_output = structured_output
+        self._quotes = quotes
         self._max_tokens = max_tokens
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
@@ -135,7 +137,7 @@ class OpenAICompatibleGenerator:
 
     def request_body(self, question: str, passages: Sequence[ContextPassage]) -> dict[str, Any]:
         """The chat-completions request (deterministic: temperature 0)."""
-        schema = answer_schema([p.chunk.chunk_id for p in passages])
+        schema = answer_schema(passages, self._quotes)
         return {
             "model": self._model,
             "messages": build_messages(question, list(passages)),
@@ -144,7 +146,11 @@ class OpenAICompatibleGenerator:
             "response_format": self._response_format(schema),
         }
 
-    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
+    def generate(
+        self, question: str, passages: list[ContextPassage], *, search_text: str | None = None
+    ) -> GeneratedAnswer:
+        """The model reads the question as asked (understood), never the search text: its
+        training examples are questions in people's words."""
         body = self.request_body(question, passages)
         try:
             response = self._client.post("/chat/completions", json=body)

@@ -11,26 +11,52 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from typing import Literal
 
 from appliance.generate.base import SHORT_ANSWERS, ContextPassage
+from appliance.generate.quotable import quotable
 
 MAX_SENTENCES = 5
 """An answer is a few sentences; the bound also stops a small model that repeats itself
 from running out of tokens mid-JSON."""
 
 
-def answer_schema(chunk_ids: Sequence[str]) -> dict[str, object]:
+QuoteRule = Literal["verbatim", "free"]
+"""``verbatim``: a citation's quote is one of its passage's sentences or table rows, so
+decoding cannot write a quote the verifier will not find; ``free``: any string (the
+baseline the benchmark compares against)."""
+
+
+def answer_schema(
+    passages: Sequence[ContextPassage], quotes: QuoteRule = "verbatim"
+) -> dict[str, object]:
     """The JSON schema an LLM's answer must follow. A claim cites at least one passage
     and a framing sentence none; citations may name only the chunks in the context, so
-    structured output cannot even spell another chunk's id. The sentences come before
-    ``decision`` and ``not_found`` so that a model decides after it has tried to quote.
+    structured output cannot even spell another chunk's id, and with ``verbatim`` quotes
+    each names one of its own chunk's sentences. The sentences come before ``decision``
+    and ``not_found`` so that a model decides after it has tried to quote.
     Every array names its items even where it must stay empty: llama.cpp's grammar
     compiler reads an array without ``items`` as a list of any JSON values."""
-    citation = {
+    citable = [(p.chunk.chunk_id, spans) for p in passages if (spans := quotable(p))]
+    citation: dict[str, object] = {
         "type": "object",
-        "properties": {"chunk_id": {"enum": list(chunk_ids)}, "quote": {"type": "string"}},
+        "properties": {
+            "chunk_id": {"enum": [p.chunk.chunk_id for p in passages]},
+            "quote": {"type": "string"},
+        },
         "required": ["chunk_id", "quote"],
     }
+    if quotes == "verbatim" and citable:
+        citation = {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"chunk_id": {"const": chunk_id}, "quote": {"enum": spans}},
+                    "required": ["chunk_id", "quote"],
+                }
+                for chunk_id, spans in citable
+            ]
+        }
     claim = {
         "type": "object",
         "properties": {
@@ -49,12 +75,14 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict[str, object]:
         },
         "required": ["text", "kind", "citations"],
     }
+    claims_possible = quotes == "free" or bool(citable)
     return {
         "type": "object",
         "properties": {
             "sentences": {
                 "type": "array",
-                "items": {"anyOf": [claim, framing]},
+                # Nothing to quote (no passage has a whole sentence): framing only.
+                "items": {"anyOf": [claim, framing]} if claims_possible else framing,
                 "maxItems": MAX_SENTENCES,
             },
             "decision": {"enum": [*SHORT_ANSWERS, "none"]},

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from appliance.generate.base import ContextPassage, asks_yes_or_no
 from appliance.generate.prompt import MAX_SENTENCES, build_messages
+from appliance.generate.quotable import quotable
 from appliance.records import Chunk, DocumentMetadata
 
 PASSAGE_CHARS = 600
@@ -188,13 +189,18 @@ def build_examples(
     for source in kept:
         if rng.random() < refusal_share:
             source = refusal(source, kept, rng)
-        examples.append(example(source))
+        made = example(source)
+        if made is not None:
+            examples.append(made)
     rng.shuffle(examples)
     return examples
 
 
-def example(source: Source) -> Example:
-    """The prompt exactly as the product writes it, and the answer as JSON."""
+def example(source: Source) -> Example | None:
+    """The prompt exactly as the product writes it, and the answer as JSON. A claim
+    quotes what the product lets a model quote (a whole sentence or table row of its
+    passage); an answer none of whose quotes are such is no example (None), since
+    teaching a refusal there would be teaching a wrong one."""
     passages = [
         ContextPassage(number, _chunk(source, number, title, text))
         for number, (title, text) in enumerate(source.passages, start=1)
@@ -204,7 +210,10 @@ def example(source: Source) -> Example:
         {"text": quote, "kind": "claim",
          "citations": [{"chunk_id": passages[index].chunk.chunk_id, "quote": quote}]}
         for index, quote in source.answer
+        if quote in quotable(passages[index])
     ][:MAX_SENTENCES]  # fmt: skip
+    if source.answer and not claims:
+        return None
     answer = {"sentences": claims, "decision": source.decision if claims else "none",
               "not_found": not claims}  # fmt: skip
     return Example(

@@ -14,8 +14,9 @@ from appliance.access.rules import Resource, Subject
 from appliance.answer import AnswerGates, AnswerPipeline
 from appliance.engines import Appliance
 from appliance.generate.base import ContextPassage, GeneratedAnswer
-from appliance.generate.extractive import ExtractiveGenerator, sentences_of
+from appliance.generate.extractive import ExtractiveGenerator
 from appliance.generate.prompt import build_messages
+from appliance.generate.quotable import sentences_of
 from appliance.query import NotRecorded
 from appliance.settings import Settings
 from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
@@ -104,8 +105,10 @@ class SaysYes:
     def __init__(self, extractive: ExtractiveGenerator) -> None:
         self._extractive = extractive
 
-    def generate(self, question: str, passages: list[ContextPassage]) -> GeneratedAnswer:
-        answer = self._extractive.generate(question, passages)
+    def generate(
+        self, question: str, passages: list[ContextPassage], *, search_text: str | None = None
+    ) -> GeneratedAnswer:
+        answer = self._extractive.generate(question, passages, search_text=search_text)
         return dataclasses.replace(answer, decision="yes")
 
     def close(self) -> None:

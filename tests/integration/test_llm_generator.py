@@ -15,6 +15,7 @@ import pytest
 
 from appliance.access.rules import Resource
 from appliance.engines import Appliance
+from appliance.generate.base import ContextPassage
 from appliance.generate.llama_cpp_server import LlamaCppServer, ServerFailed
 from appliance.generate.openai_compatible import (
     GeneratorUnavailable,
@@ -22,6 +23,7 @@ from appliance.generate.openai_compatible import (
     complete_sentences,
 )
 from appliance.generate.prompt import answer_schema
+from appliance.generate.quotable import quotable
 from appliance.settings import GeneratorSettings
 from tests.conftest import SAMPLE_CORPUS, audit_entries, make_settings
 from tests.integration.test_answers import CLINICIAN_ED, INJECTED, TODAY
@@ -82,7 +84,12 @@ def test_what_the_model_writes_follows_the_schema_and_only_verified_context_is_s
             "not_found": True,
         }
         assert len(raw) > 200, raw  # a cut, not a short malformed answer
-    jsonschema.validate(document, answer_schema(context))  # type: ignore[arg-type]
+    chunks = llm_appliance.catalog.chunks(context)  # type: ignore[arg-type]
+    passages = [ContextPassage(n, chunks[c]) for n, c in enumerate(context, start=1)]
+    jsonschema.validate(document, answer_schema(passages))
+    for sentence in document["sentences"]:  # each quote whole and as written, by decoding
+        for citation in sentence["citations"]:
+            assert citation["quote"] in quotable(passages[context.index(citation["chunk_id"])])
     for verified in answer.sentences:
         for span in verified.spans:
             assert span.chunk_id in context

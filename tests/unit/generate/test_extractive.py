@@ -7,9 +7,9 @@ from __future__ import annotations
 from appliance.generate.base import ContextPassage, under_heading
 from appliance.generate.extractive import (
     ExtractiveGenerator,
-    candidates_of,
     holds_number_asked,
 )
+from appliance.generate.quotable import candidates_of
 from appliance.nlp.embedder import Embedder
 from appliance.records import Chunk, DocumentMetadata
 

@@ -10,7 +10,7 @@ import pytest
 
 from appliance.generate.base import ContextPassage, asks_yes_or_no
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator, parse_answer
-from appliance.generate.prompt import answer_schema
+from appliance.generate.prompt import QuoteRule, answer_schema
 from appliance.records import Chunk, DocumentMetadata
 
 
@@ -88,10 +88,12 @@ def test_a_citation_of_a_chunk_outside_the_context_is_dropped() -> None:
     assert [c.chunk_id for c in sentence.citations] == ["sepsis@4#0002"]
 
 
-def test_the_schema_allows_only_the_context_chunks_as_citations() -> None:
-    schema = answer_schema([p.chunk.chunk_id for p in PASSAGES])
+@pytest.mark.parametrize("quotes", ["verbatim", "free"])
+def test_the_schema_allows_only_the_context_chunks_as_citations(quotes: QuoteRule) -> None:
+    schema = answer_schema(PASSAGES, quotes)
     good = {"not_found": False, "decision": "none", "sentences": [{"text": "x", "kind": "claim",
-            "citations": [{"chunk_id": "sepsis@4#0001", "quote": "Give"}]}]}  # fmt: skip
+            "citations": [{"chunk_id": "sepsis@4#0002",
+                           "quote": "Take blood cultures before antibiotics."}]}]}  # fmt: skip
     jsonschema.validate(good, schema)
     with pytest.raises(jsonschema.ValidationError):  # a decision is one of four words
         jsonschema.validate(good | {"decision": "probably"}, schema)
@@ -113,17 +115,44 @@ def test_the_schema_allows_only_the_context_chunks_as_citations() -> None:
         jsonschema.validate(good | {"sentences": [cited_framing]}, schema)
 
 
+def test_verbatim_quotes_are_whole_sentences_of_the_passage_cited() -> None:
+    schema = answer_schema(PASSAGES)
+
+    def citing(chunk_id: str, quote: str) -> dict[str, object]:
+        return {"not_found": False, "decision": "none", "sentences": [
+            {"text": "x", "kind": "claim", "citations": [{"chunk_id": chunk_id, "quote": quote}]}
+        ]}  # fmt: skip
+
+    jsonschema.validate(citing("sepsis@4#0001", PASSAGES[0].chunk.text), schema)
+    for chunk_id, quote in [
+        ("sepsis@4#0001", "aztreonam 2 g IV"),  # a span, but not a sentence
+        ("sepsis@4#0001", "Give aztreonam 4 g IV plus vancomycin 25 mg/kg."),  # misquoted
+        ("sepsis@4#0002", PASSAGES[0].chunk.text),  # another passage's sentence
+    ]:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(citing(chunk_id, quote), schema)
+    jsonschema.validate(
+        citing("sepsis@4#0001", "aztreonam 2 g IV"), answer_schema(PASSAGES, "free")
+    )
+    # nothing quotable (no whole sentence): the answer can frame, and refuse, but not claim
+    bare = answer_schema([_passage(1, "sepsis@4#0003", "See table.")])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(citing("sepsis@4#0003", "See table."), bare)
+    jsonschema.validate({"not_found": True, "decision": "none", "sentences": []}, bare)
+
+
 def test_the_grammar_llama_cpp_compiles_from_the_schema_admits_no_free_values() -> None:
     """A grammar rule for "any JSON value" would let the model write citations that are
     not citations; each part of the answer has its own shape."""
     grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="needs the llm extra")
-    schema = answer_schema([p.chunk.chunk_id for p in PASSAGES])
+    schema = answer_schema(PASSAGES)
     rules = dict(
         line.split(" ::= ", 1)
         for line in grammar.json_schema_to_gbnf(json.dumps(schema)).splitlines()
         if " ::= " in line
     )
     assert "root" in rules and any("sepsis@4#0001" in body for body in rules.values())
+    assert any("Take blood cultures before antibiotics." in body for body in rules.values())
     assert "value" not in rules and "array" not in rules and "object" not in rules
 
 
@@ -150,7 +179,7 @@ def test_the_request_is_deterministic_fenced_and_held_to_the_schema(style: str) 
     else:  # llama-cpp-python's server: the schema becomes a grammar
         schema = response_format["schema"]
         assert response_format["type"] == "json_object"
-    assert schema == answer_schema(["sepsis@4#0001", "sepsis@4#0002"])
+    assert schema == answer_schema(PASSAGES)
 
 
 def test_an_answer_cut_off_by_the_token_limit_keeps_its_complete_sentences() -> None:

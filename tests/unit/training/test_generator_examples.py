@@ -12,7 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from appliance.generate.base import ContextPassage
 from appliance.generate.prompt import RULES, answer_schema
+from appliance.records import Chunk, DocumentMetadata
 from appliance.training.generator_examples import (
     Example,
     Source,
@@ -61,6 +63,15 @@ def passages_of(example: Example) -> dict[str, str]:
     }
 
 
+def context_of(example: Example) -> list[ContextPassage]:
+    """The passages of an example's prompt, as the product gives them to a model."""
+    return [
+        ContextPassage(number, Chunk(chunk_id, "d", number, text, 0, len(text), ("T",), None,
+                                     "0" * 64, DocumentMetadata(doc_id="d", title="T")))
+        for number, (chunk_id, text) in enumerate(passages_of(example).items(), start=1)
+    ]  # fmt: skip
+
+
 def test_every_answer_follows_the_schema_and_quotes_its_passage_exactly(
     examples: list[Example],
 ) -> None:
@@ -70,7 +81,8 @@ def test_every_answer_follows_the_schema_and_quotes_its_passage_exactly(
         passages = passages_of(example)
         assert 2 <= len(passages) <= 4
         answer = json.loads(example.completion)
-        jsonschema.validate(answer, answer_schema(list(passages)))
+        # what decoding would allow: each quote a whole sentence or row of its passage
+        jsonschema.validate(answer, answer_schema(context_of(example)))
         for sentence in answer["sentences"]:
             for citation in sentence["citations"]:
                 assert citation["quote"] in passages[citation["chunk_id"]]
@@ -96,7 +108,7 @@ def test_no_evaluation_question_is_trained_on(examples: list[Example]) -> None:
     # and the exclusion is what keeps them out: an evaluation question offered is dropped
     golden = json.loads((GOLDEN / "golden.jsonl").read_text().splitlines()[0])["question"]
     offered = Source(
-        "test", golden, (("A", "Some text."), ("B", "Other text.")), ((0, "Some text."),)
+        "test", golden, (("A", "Some text here."), ("B", "Other text.")), ((0, "Some text here."),)
     )
     kept = build_examples([offered], exclude=evaluation, refusal_share=0.0, rng=random.Random(1))
     assert kept == []
@@ -116,5 +128,8 @@ def test_the_prompt_is_the_products_own() -> None:
             "test", "Is it safe?", (("Doc", "It is safe. Really."),), ((0, "It is safe."),), "yes"
         )
     )
+    assert made is not None
+    # a quote the product would not let a model write (not a whole sentence) teaches nothing
+    assert make_example(Source("test", "Is it?", (("Doc", "It is safe."),), ((0, "safe"),))) is None
     assert made.messages[1]["content"].endswith("Question: Is it safe?")
     assert json.loads(made.completion)["decision"] == "yes"
