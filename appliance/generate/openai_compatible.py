@@ -32,7 +32,6 @@ StructuredOutput = Literal["json_schema", "json_object"]
 compiles the schema into a grammar."""
 
 
-_SENTENCE_END = "}]}"
 _CUT_ENDING = '], "decision": "none", "not_found": true}'
 
 
@@ -41,12 +40,12 @@ def complete_sentences(raw: str) -> dict[str, object] | None:
     sentences first, so every sentence object closed before the cut is whole; each is
     verified like any other. ``decision`` and ``not_found`` were never written: they
     count as "none" and true."""
-    end = raw.rfind(_SENTENCE_END)
+    end = raw.rfind("}")
     while end != -1:
         try:
-            document = json.loads(raw[: end + len(_SENTENCE_END)] + _CUT_ENDING)
+            document = json.loads(raw[: end + 1] + _CUT_ENDING)
         except json.JSONDecodeError:
-            end = raw.rfind(_SENTENCE_END, 0, end)
+            end = raw.rfind("}", 0, end)
             continue
         return document if isinstance(document, dict) else None
     return None

@@ -34,7 +34,8 @@ def answer_schema(
     and a framing sentence none; citations may name only the chunks in the context, so
     structured output cannot even spell another chunk's id, and with ``verbatim`` quotes
     each names one of its own chunk's sentences. The sentences come before ``decision``
-    and ``not_found`` so that a model decides after it has tried to quote.
+    and ``not_found`` so that a model decides after it has tried to quote, and in each
+    claim the quotes come before the text.
     Every array names its items even where it must stay empty: llama.cpp's grammar
     compiler reads an array without ``items`` as a list of any JSON values."""
     citable = [(p.chunk.chunk_id, spans) for p in passages if (spans := quotable(p))]
@@ -57,23 +58,25 @@ def answer_schema(
                 for chunk_id, spans in citable
             ]
         }
+    # A claim's quotes come before its text: a model writes the sentence it says after
+    # the passage's own words, which it then has only to repeat or shorten.
     claim = {
         "type": "object",
         "properties": {
-            "text": {"type": "string"},
             "kind": {"const": "claim"},
             "citations": {"type": "array", "items": citation, "minItems": 1, "maxItems": 3},
+            "text": {"type": "string"},
         },
-        "required": ["text", "kind", "citations"],
+        "required": ["kind", "citations", "text"],
     }
     framing = {
         "type": "object",
         "properties": {
-            "text": {"type": "string"},
             "kind": {"const": "framing"},
             "citations": {"type": "array", "items": citation, "maxItems": 0},
+            "text": {"type": "string"},
         },
-        "required": ["text", "kind", "citations"],
+        "required": ["kind", "citations", "text"],
     }
     claims_possible = quotes == "free" or bool(citable)
     return {

@@ -3,9 +3,10 @@ passages, question) and the JSON answer the verifier accepts.
 
 Built by code from public data that is never evaluated on, each in its own way:
 
-- MedQuAD pages: a page's question heading, its answer section among passages of other
-  sections and pages; the answer's first sentences become the claims, each quoting
-  itself, so every quote is an exact span of its passage;
+- MedQuAD pages: a page's question heading, its answer section among passages of
+  another section of the same page and of other pages; the answer's first sentences
+  become the claims, each quoting itself, so every quote is an exact span of its
+  passage;
 - PubMedQA: a question, its abstract's sections and its conclusion; the conclusion's
   sentences are the claims and its decision (yes, no, maybe) is the short answer. Only
   the questions after the first ``pubmedqa_skip`` are taken (the end-to-end benchmark
@@ -113,7 +114,13 @@ def medquad_sources(path: Path, rng: random.Random, distractors: int = 2) -> Ite
         claims = [s for s in sentences(passage) if len(s) > 25][:CLAIMS]
         if not claims:
             continue
-        others = [
+        # One distractor from the same page where it has another section: about the same
+        # disease but not what was asked, so the answer is chosen by the question, not
+        # by the topic. The rest from anywhere.
+        siblings = [other for other in page["sections"] if other is not section
+                    and other.get("text", "").strip()]  # fmt: skip
+        others = [(page["focus"], clip(rng.choice(siblings)["text"]))] if siblings else []
+        others += [
             (other_page["focus"], clip(other["text"]))
             for other_page, other in rng.sample(sections, distractors + 1)
             if other is not section
@@ -207,8 +214,9 @@ def example(source: Source) -> Example | None:
     ]
     messages = build_messages(source.question, passages)
     claims = [
-        {"text": quote, "kind": "claim",
-         "citations": [{"chunk_id": passages[index].chunk.chunk_id, "quote": quote}]}
+        {"kind": "claim",
+         "citations": [{"chunk_id": passages[index].chunk.chunk_id, "quote": quote}],
+         "text": quote}
         for index, quote in source.answer
         if quote in quotable(passages[index])
     ][:MAX_SENTENCES]  # fmt: skip

@@ -100,6 +100,17 @@ def test_refusals_and_decisions_are_taught(examples: list[Example]) -> None:
     assert {"medquad", "pubmedqa"} <= origins
 
 
+def test_a_medquad_answer_is_chosen_beside_another_section_of_its_own_page(
+    examples: list[Example],
+) -> None:
+    """The hard distractor: same disease, another question, so the topic alone does not
+    pick the passage that answers."""
+    answered = [e for e in examples if e.origin == "medquad" and e.kind == "answer"]
+    titles = [re.findall(r"document='([^']*)'", e.messages[1]["content"]) for e in answered]
+    same_page = [t for t in titles if len(t) != len(set(t))]
+    assert answered and len(same_page) / len(answered) > 0.8
+
+
 def test_no_evaluation_question_is_trained_on(examples: list[Example]) -> None:
     evaluation = excluded_questions(EVALUATION)
     assert len(evaluation) > 100
