@@ -53,15 +53,21 @@ install-encoder-large: $(VENV)/.installed
 demo: install
 	APPLIANCE_DATA_DIR=$${APPLIANCE_DATA_DIR:-$(DEMO_DATA_DIR)} $(BIN)/appliance-web demo
 
+# The API fuzz test runs in an interpreter of its own: Hypothesis replays every failure to
+# check it, and state that earlier tests leave in the interpreter (browsers' greenlets,
+# model servers' threads) has twice made that replay fail inside Hypothesis itself.
+FRESH_INTERPRETER = tests/property/test_api_fuzz.py
+PYTEST_ALL = sh -c '$(BIN)/pytest --ignore=$(FRESH_INTERPRETER) && $(BIN)/pytest $(FRESH_INTERPRETER)'
+
 test: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
 	$(BIN)/ruff format --check appliance services audit tests benchmarks scripts
 	$(BIN)/mypy
-	scripts/servers/opensearch.sh run scripts/servers/neo4j.sh run $(BIN)/pytest
+	scripts/servers/opensearch.sh run scripts/servers/neo4j.sh run $(PYTEST_ALL)
 
 test-slow: install-test
 	APPLIANCE_SLOW_TESTS=1 scripts/servers/opensearch.sh run scripts/servers/neo4j.sh run \
-		$(BIN)/pytest
+		$(PYTEST_ALL)
 
 lint: install-test
 	$(BIN)/ruff check appliance services audit tests benchmarks scripts
