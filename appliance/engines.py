@@ -220,7 +220,7 @@ class Appliance:
             return OpenAICompatibleGenerator(
                 server.base_url,
                 settings.model_role,
-                structured_output="json_object",
+                structured_output="gbnf",
                 quotes=settings.quotes,
                 max_tokens=settings.max_tokens,
                 timeout_s=settings.timeout_s,

@@ -243,8 +243,10 @@ class GeneratorSettings(_Group):
     """The OpenAI-compatible server ``openai`` asks (vLLM's default address)."""
     served_model: str = "clinical-llama"
     """The model name that server serves."""
-    structured_output: Literal["json_schema", "json_object"] = "json_schema"
-    """How the answer's shape is enforced: a JSON schema (vLLM, llama.cpp) or JSON mode."""
+    structured_output: Literal["json_schema", "json_object", "gbnf"] = "json_schema"
+    """How the ``openai`` generator holds the answer to its schema: ``json_schema``
+    (vLLM), ``json_object`` (a llama-cpp-python server compiling the schema) or ``gbnf``
+    (the grammar compiled by the appliance; what ``llama-cpp`` always uses)."""
     quotes: Literal["verbatim", "free"] = "verbatim"
     """``verbatim``: decoding holds each quote to one of its passage's sentences or table
     rows, so a model cannot misquote; ``free``: any text (checked only afterwards)."""

@@ -25,7 +25,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import jsonschema
@@ -37,6 +37,7 @@ from appliance.eval.golden import reader_of_everything
 from appliance.generate.base import ContextPassage
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator, StructuredOutput
+from appliance.generate.prompt import answer_schema
 from appliance.index.filters import ActiveOn
 from appliance.model_registry import ModelRegistry
 from appliance.settings import PROJECT_ROOT, Settings
@@ -45,14 +46,19 @@ SAMPLE = PROJECT_ROOT / "appliance" / "sample_corpus"
 console = Console(stderr=True)
 
 
+Request = tuple[dict[str, Any], dict[str, object]]
+"""A request body and the answer schema it holds decoding to."""
+
+
 def answer_requests(
     goldens: list[Path], model: str, structured_output: StructuredOutput, max_tokens: int
-) -> list[dict[str, Any]]:
-    """The request body of each golden question, with the context the query path gives."""
+) -> list[Request]:
+    """The request body of each golden question, with the context the query path gives,
+    and the schema its answer must follow."""
     client = OpenAICompatibleGenerator(
         "http://unused", model, structured_output=structured_output, max_tokens=max_tokens
     )
-    bodies = []
+    bodies: list[Request] = []
     with (
         tempfile.TemporaryDirectory(prefix="serving-") as work,
         Appliance(Settings(data_dir=Path(work))) as appliance,
@@ -67,15 +73,15 @@ def answer_requests(
             found = appliance.query.run(row["question"], reader, context_size, ActiveOn(day))
             passages = [ContextPassage(n, c.chunk) for n, c in enumerate(found.candidates, 1)]
             if passages:
-                bodies.append(client.request_body(row["question"], passages))
+                bodies.append(
+                    (client.request_body(row["question"], passages), answer_schema(passages))
+                )
     client.close()
     return bodies
 
 
-def follows_schema(body: dict[str, Any], content: str) -> bool:
+def follows_schema(schema: dict[str, object], content: str) -> bool:
     """The response parses and follows the schema the request held decoding to."""
-    form = body["response_format"]
-    schema = form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
     try:
         jsonschema.validate(json.loads(content), schema)
     except (json.JSONDecodeError, jsonschema.ValidationError):
@@ -83,7 +89,8 @@ def follows_schema(body: dict[str, Any], content: str) -> bool:
     return True
 
 
-def send(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+def send(client: httpx.Client, request: Request) -> dict[str, Any]:
+    body, schema = request
     started = time.perf_counter()
     response = client.post("/chat/completions", json=body)
     seconds = time.perf_counter() - started
@@ -94,11 +101,11 @@ def send(client: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
     return {
         "seconds": seconds,
         "tokens": int(reply.get("usage", {}).get("completion_tokens", 0)),
-        "valid": follows_schema(body, content),
+        "valid": follows_schema(schema, content),
     }
 
 
-def at_concurrency(base_url: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+def at_concurrency(base_url: str, bodies: list[Request], concurrency: int) -> dict[str, Any]:
     with httpx.Client(base_url=base_url.rstrip("/"), timeout=600) as client:
         send(client, bodies[0])  # warm: the first request also fills the server's caches
         started = time.perf_counter()
@@ -124,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1")
     parser.add_argument("--model", default="appliance-tuned", help="the served model's name")
-    parser.add_argument("--structured-output", choices=["json_schema", "json_object"])
+    parser.add_argument("--structured-output", choices=get_args(StructuredOutput))
     parser.add_argument("--llama-cpp-role", help="rehearse on the CPU: serve this GGUF role")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--max-tokens", type=int, default=768)
@@ -140,7 +147,7 @@ def main() -> None:
         server = LlamaCppServer(model_path, alias=args.llama_cpp_role)
         server.start()
         base_url, model = server.base_url, args.llama_cpp_role
-        structured = args.structured_output or "json_object"
+        structured = args.structured_output or "gbnf"
     try:
         console.log(f"building the answer requests of {', '.join(g.name for g in goldens)}")
         bodies = answer_requests(goldens, model, structured, args.max_tokens)

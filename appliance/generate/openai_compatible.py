@@ -22,14 +22,17 @@ from appliance.generate.base import (
     GeneratorUnavailable,
     ShortAnswer,
 )
+from appliance.generate.grammar import answer_grammar
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.prompt import QuoteRule, answer_schema, build_messages
 from appliance.records import AnswerSentence, Citation
 
-StructuredOutput = Literal["json_schema", "json_object"]
+StructuredOutput = Literal["json_schema", "json_object", "gbnf"]
 """``json_schema``: OpenAI's form, which vLLM implements. ``json_object``: the
 ``{"type": "json_object", "schema": ...}`` form of llama-cpp-python's server, which
-compiles the schema into a grammar."""
+compiles the schema into a grammar. ``gbnf``: the grammar compiled here
+(``generate/grammar.py``) and sent as llama-cpp-python's ``grammar``: what the appliance
+uses with the llama.cpp server it starts, whose own compiler breaks on verbatim quotes."""
 
 
 _CUT_ENDING = '], "decision": "none", "not_found": true}'
@@ -126,13 +129,18 @@ class OpenAICompatibleGenerator:
             base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers
         )
 
-    def _response_format(self, schema: dict[str, object]) -> dict[str, Any]:
+    def _structure(self, schema: dict[str, object]) -> dict[str, Any]:
+        """The request fields that hold decoding to ``schema``."""
         if self._structured_output == "json_schema":
             return {
-                "type": "json_schema",
-                "json_schema": {"name": "cited_answer", "schema": schema, "strict": True},
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "cited_answer", "schema": schema, "strict": True},
+                }
             }
-        return {"type": "json_object", "schema": schema}
+        if self._structured_output == "gbnf":
+            return {"grammar": answer_grammar(schema)}
+        return {"response_format": {"type": "json_object", "schema": schema}}
 
     def request_body(self, question: str, passages: Sequence[ContextPassage]) -> dict[str, Any]:
         """The chat-completions request (deterministic: temperature 0)."""
@@ -142,7 +150,7 @@ class OpenAICompatibleGenerator:
             "messages": build_messages(question, list(passages)),
             "temperature": 0.0,
             "max_tokens": self._max_tokens,
-            "response_format": self._response_format(schema),
+            **self._structure(schema),
         }
 
     def generate(

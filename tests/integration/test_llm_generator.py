@@ -24,6 +24,7 @@ from appliance.generate.openai_compatible import (
 )
 from appliance.generate.prompt import answer_schema
 from appliance.generate.quotable import quotable
+from appliance.records import Chunk, DocumentMetadata
 from appliance.settings import GeneratorSettings
 from tests.conftest import SAMPLE_CORPUS, audit_entries, make_settings
 from tests.integration.test_answers import CLINICIAN_ED, INJECTED, TODAY
@@ -107,6 +108,29 @@ def test_what_the_model_writes_follows_the_schema_and_only_verified_context_is_s
                 c["sentence"] == sentence.text and c["verdict"] == "supported" for c in checks
             )
     assert not any("care-plan" in s.chunk_id for s in answer.closest_sources)
+
+
+def test_quotes_with_double_quotes_backslashes_and_symbols_are_offered_and_kept_whole(
+    llm_appliance: Appliance,
+) -> None:
+    """Document text is not tidy JSON: a sentence with a double quote, a backslash and
+    a symbol outside ASCII. Compiled by llama-cpp-python's own converter, the first
+    made a grammar the server died on."""
+    text = (
+        'Send the swab in one request marked "MRSA screen" to the laboratory. '
+        "Store the results in the folder Microbiology\\MRSA on the shared drive. "
+        "Give mupirocin when the count is \u2265 5 colonies per plate."
+    )
+    chunk = Chunk("mrsa@1#0001", "mrsa", 1, text, 0, len(text), ("MRSA screening",), None,
+                  "0" * 64, DocumentMetadata(doc_id="mrsa", title="MRSA screening"))  # fmt: skip
+    passages = [ContextPassage(1, chunk)]
+    assert all(q in text for q in quotable(passages[0])) and len(quotable(passages[0])) == 3
+    answer = llm_appliance.generator.generate("How is an MRSA screen sent?", passages)
+    document = json.loads(answer.raw)  # the server lived, and held the output to the schema
+    jsonschema.validate(document, answer_schema(passages))
+    for sentence in answer.sentences:
+        for citation in sentence.citations:
+            assert citation.quote in quotable(passages[0])
 
 
 def test_the_server_listens_on_loopback_and_stops_with_the_appliance(

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from appliance.generate.base import ContextPassage, asks_yes_or_no
+from appliance.generate.grammar import answer_grammar
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator, parse_answer
 from appliance.generate.prompt import QuoteRule, answer_schema
 from appliance.records import Chunk, DocumentMetadata
@@ -156,7 +157,7 @@ def test_the_grammar_llama_cpp_compiles_from_the_schema_admits_no_free_values() 
     assert "value" not in rules and "array" not in rules and "object" not in rules
 
 
-@pytest.mark.parametrize("style", ["json_schema", "json_object"])
+@pytest.mark.parametrize("style", ["json_schema", "json_object", "gbnf"])
 def test_the_request_is_deterministic_fenced_and_held_to_the_schema(style: str) -> None:
     generator = OpenAICompatibleGenerator(
         "http://127.0.0.1:9/v1",
@@ -172,6 +173,10 @@ def test_the_request_is_deterministic_fenced_and_held_to_the_schema(style: str) 
         user["content"].count("<<PASSAGE ") == 2 and "Question: What antibiotic" in user["content"]
     )
     assert user["content"].index("sepsis@4#0001") < user["content"].index("sepsis@4#0002")
+    if style == "gbnf":  # compiled here, sent as llama-cpp-python's grammar
+        assert "response_format" not in body
+        assert body["grammar"] == answer_grammar(answer_schema(PASSAGES))
+        return
     response_format = body["response_format"]
     if style == "json_schema":  # OpenAI's form, as vLLM implements it
         schema = response_format["json_schema"]["schema"]
