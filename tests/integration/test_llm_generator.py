@@ -231,3 +231,33 @@ def test_the_server_stops_when_the_appliance_process_is_killed(tmp_path: Path) -
             return
         time.sleep(0.1)
     raise AssertionError("the llama.cpp server outlived the process that started it")
+
+
+def test_a_model_pushed_to_break_a_line_inside_a_string_still_writes_json(
+    llm_appliance: Appliance,
+) -> None:
+    """JSON strings hold no raw control character. llama-cpp-python's own string rule
+    admits them, and a model once ended a line inside its text: the answer was not JSON.
+    Here the newline token is pushed up until the grammar is all that stops it."""
+    from llama_cpp import Llama
+
+    generator = llm_appliance.generator
+    assert isinstance(generator, OpenAICompatibleGenerator) and generator._server is not None
+    server = generator._server
+    vocabulary = Llama(str(server.model_path), vocab_only=True, verbose=False)
+    (newline,) = vocabulary.tokenize(b"\n", add_bos=False, special=False)
+    text = "Rub the hands with alcohol gel for 20 to 30 seconds. Let them dry before touching."
+    chunk = Chunk("gel@1#0001", "gel", 1, text, 0, len(text), ("Hand rub",), None,
+                  "0" * 64, DocumentMetadata(doc_id="gel", title="Hand rub"))  # fmt: skip
+    passages = [ContextPassage(1, chunk)]
+    body = generator.request_body("How long do I rub my hands with gel?", passages)
+    body |= {"logit_bias": {str(newline): 30.0}, "max_tokens": 128}
+    response = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=300)
+    raw = response.json()["choices"][0]["message"]["content"]
+    assert "\n" not in raw, raw
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError:
+        document = complete_sentences(raw)  # the token limit cut it: whole up to the cut
+        assert document is not None, raw
+    jsonschema.validate(document, answer_schema(passages))
