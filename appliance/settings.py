@@ -247,9 +247,16 @@ class GeneratorSettings(_Group):
     """How the ``openai`` generator holds the answer to its schema: ``json_schema``
     (vLLM), ``json_object`` (a llama-cpp-python server compiling the schema) or ``gbnf``
     (the grammar compiled by the appliance; what ``llama-cpp`` always uses)."""
-    quotes: Literal["verbatim", "free"] = "verbatim"
-    """``verbatim``: decoding holds each quote to one of its passage's sentences or table
-    rows, so a model cannot misquote; ``free``: any text (checked only afterwards)."""
+    quotes: Literal["quoted", "verbatim", "free"] = "quoted"
+    """``quoted``: each claim is one of its passage's sentences or table rows, quoted
+    whole and cited, so the model chooses what to say and writes nothing the passage does
+    not (what the fine-tuning teaches; a small model's own sentences seldom follow from
+    its quote); ``verbatim``: decoding holds each quote to such a sentence and the model
+    writes the claim; ``free``: any text (checked only afterwards)."""
+    framing: bool = False
+    """Whether an answer may hold uncited framing sentences ("In summary:"). They are
+    shown only beside a verified claim; offered them, a small model writes its whole
+    answer there, uncited, and the clinician gets a refusal."""
     api_key_env: str = "APPLIANCE_LLM_API_KEY"
     """The environment variable that holds the server's API key, if it wants one."""
     max_tokens: int = Field(768, gt=0, le=8192)

@@ -111,7 +111,8 @@ class OpenAICompatibleGenerator:
         model: str,
         *,
         structured_output: StructuredOutput = "json_schema",
-        quotes: QuoteRule = "verbatim",
+        quotes: QuoteRule = "quoted",
+        framing: bool = False,
         max_tokens: int = 768,
         timeout_s: float = 120.0,
         api_key: str | None = None,
@@ -123,6 +124,7 @@ class OpenAICompatibleGenerator:
         self._model = model
         self._structured_output = structured_output
         self._quotes = quotes
+        self._framing = framing
         self._max_tokens = max_tokens
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
@@ -144,7 +146,7 @@ class OpenAICompatibleGenerator:
 
     def request_body(self, question: str, passages: Sequence[ContextPassage]) -> dict[str, Any]:
         """The chat-completions request (deterministic: temperature 0)."""
-        schema = answer_schema(passages, self._quotes)
+        schema = answer_schema(passages, self._quotes, self._framing)
         return {
             "model": self._model,
             "messages": build_messages(question, list(passages)),

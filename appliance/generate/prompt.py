@@ -21,19 +21,24 @@ MAX_SENTENCES = 5
 from running out of tokens mid-JSON."""
 
 
-QuoteRule = Literal["verbatim", "free"]
-"""``verbatim``: a citation's quote is one of its passage's sentences or table rows, so
+QuoteRule = Literal["quoted", "verbatim", "free"]
+"""``quoted``: a claim is one of its passage's sentences or table rows, quoted whole (its
+text is its quote), so the model chooses what to say but writes nothing of its own;
+``verbatim``: a citation's quote is such a sentence and the model writes the claim, so
 decoding cannot write a quote the verifier will not find; ``free``: any string (the
 baseline the benchmark compares against)."""
 
 
 def answer_schema(
-    passages: Sequence[ContextPassage], quotes: QuoteRule = "verbatim"
+    passages: Sequence[ContextPassage], quotes: QuoteRule = "quoted", framing: bool = False
 ) -> dict[str, object]:
     """The JSON schema an LLM's answer must follow. A claim cites at least one passage
-    and a framing sentence none; citations may name only the chunks in the context, so
-    structured output cannot even spell another chunk's id, and with ``verbatim`` quotes
-    each names one of its own chunk's sentences. The sentences come before ``decision``
+    and a framing sentence none; framing is offered only when ``framing`` is set: it is
+    shown only beside a verified claim, and a small model offered it writes its whole
+    answer there, uncited. Citations may name only the chunks in the context, so
+    structured output cannot even spell another chunk's id; with ``verbatim`` quotes
+    each names one of its own chunk's sentences, and with ``quoted`` a claim is such a
+    sentence, its citation and its text fixed together. The sentences come before ``decision``
     and ``not_found`` so that a model decides after it has tried to quote, and in each
     claim the quotes come before the text.
     Every array names its items even where it must stay empty: llama.cpp's grammar
@@ -47,7 +52,7 @@ def answer_schema(
         },
         "required": ["chunk_id", "quote"],
     }
-    if quotes == "verbatim" and citable:
+    if quotes != "free" and citable:
         citation = {
             "anyOf": [
                 {
@@ -60,7 +65,7 @@ def answer_schema(
         }
     # A claim's quotes come before its text: a model writes the sentence it says after
     # the passage's own words, which it then has only to repeat or shorten.
-    claim = {
+    claim: dict[str, object] = {
         "type": "object",
         "properties": {
             "kind": {"const": "claim"},
@@ -69,7 +74,10 @@ def answer_schema(
         },
         "required": ["kind", "citations", "text"],
     }
-    framing = {
+    if quotes == "quoted" and citable:
+        claim = {"anyOf": [_quoted_claim(chunk_id, span) for chunk_id, spans in citable
+                           for span in spans]}  # fmt: skip
+    framing_sentence: dict[str, object] = {
         "type": "object",
         "properties": {
             "kind": {"const": "framing"},
@@ -79,19 +87,35 @@ def answer_schema(
         "required": ["kind", "citations", "text"],
     }
     claims_possible = quotes == "free" or bool(citable)
+    # Nothing to quote (no passage has a whole sentence): framing at most.
+    sentence: dict[str, object] = {"anyOf": [claim, framing_sentence]} if framing else claim
+    if not claims_possible:
+        sentence = framing_sentence
     return {
         "type": "object",
         "properties": {
             "sentences": {
                 "type": "array",
-                # Nothing to quote (no passage has a whole sentence): framing only.
-                "items": {"anyOf": [claim, framing]} if claims_possible else framing,
-                "maxItems": MAX_SENTENCES,
+                "items": sentence,
+                "maxItems": MAX_SENTENCES if claims_possible or framing else 0,
             },
             "decision": {"enum": [*SHORT_ANSWERS, "none"]},
             "not_found": {"type": "boolean"},
         },
         "required": ["sentences", "decision", "not_found"],
+    }
+
+
+def _quoted_claim(chunk_id: str, span: str) -> dict[str, object]:
+    """A claim that says one sentence of a passage, word for word, and cites it."""
+    return {
+        "type": "object",
+        "properties": {
+            "kind": {"const": "claim"},
+            "citations": {"const": [{"chunk_id": chunk_id, "quote": span}]},
+            "text": {"const": span},
+        },
+        "required": ["kind", "citations", "text"],
     }
 
 

@@ -261,3 +261,29 @@ def test_a_model_pushed_to_break_a_line_inside_a_string_still_writes_json(
         document = complete_sentences(raw)  # the token limit cut it: whole up to the cut
         assert document is not None, raw
     jsonschema.validate(document, answer_schema(passages))
+
+
+def test_quoted_claims_reach_the_server_as_a_grammar_it_holds_the_model_to(
+    llm_appliance: Appliance,
+) -> None:
+    generator = llm_appliance.generator
+    assert isinstance(generator, OpenAICompatibleGenerator) and generator._server is not None
+    text = (
+        "Rub the hands with alcohol gel for 20 to 30 seconds. "
+        'Wash with soap and water when the hands are visibly soiled or "C. difficile" is suspected.'
+    )
+    chunk = Chunk("gel@1#0001", "gel", 1, text, 0, len(text), ("Hand rub",), None,
+                  "0" * 64, DocumentMetadata(doc_id="gel", title="Hand rub"))  # fmt: skip
+    passages = [ContextPassage(1, chunk)]
+    quoting = OpenAICompatibleGenerator(
+        generator._server.base_url, "llm-small", structured_output="gbnf", quotes="quoted"
+    )
+    try:
+        answer = quoting.generate("How long do I rub my hands with gel?", passages)
+    finally:
+        quoting.close()
+    document = json.loads(answer.raw)
+    jsonschema.validate(document, answer_schema(passages, "quoted"))
+    for sentence in answer.sentences:
+        assert sentence.kind == "claim" and sentence.text in quotable(passages[0])
+        assert [c.quote for c in sentence.citations] == [sentence.text]

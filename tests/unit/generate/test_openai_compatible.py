@@ -110,14 +110,18 @@ def test_the_schema_allows_only_the_context_chunks_as_citations(quotes: QuoteRul
     with pytest.raises(jsonschema.ValidationError):  # a claim must cite
         jsonschema.validate(uncited, schema)
     framing = good | {"sentences": [{"text": "In short:", "kind": "framing", "citations": []}]}
-    jsonschema.validate(framing, schema)
+    with pytest.raises(jsonschema.ValidationError):  # every sentence cites, by default
+        jsonschema.validate(framing, schema)
+    framed = answer_schema(PASSAGES, quotes, framing=True)
+    jsonschema.validate(framing, framed)
+    jsonschema.validate(good, framed)
     cited_framing = {"text": "In short:", "kind": "framing", "citations": ["a source"]}
     with pytest.raises(jsonschema.ValidationError):  # framing cites nothing, not even text
-        jsonschema.validate(good | {"sentences": [cited_framing]}, schema)
+        jsonschema.validate(good | {"sentences": [cited_framing]}, framed)
 
 
 def test_verbatim_quotes_are_whole_sentences_of_the_passage_cited() -> None:
-    schema = answer_schema(PASSAGES)
+    schema = answer_schema(PASSAGES, "verbatim")
 
     def citing(chunk_id: str, quote: str) -> dict[str, object]:
         return {"not_found": False, "decision": "none", "sentences": [
@@ -135,11 +139,37 @@ def test_verbatim_quotes_are_whole_sentences_of_the_passage_cited() -> None:
     jsonschema.validate(
         citing("sepsis@4#0001", "aztreonam 2 g IV"), answer_schema(PASSAGES, "free")
     )
-    # nothing quotable (no whole sentence): the answer can frame, and refuse, but not claim
-    bare = answer_schema([_passage(1, "sepsis@4#0003", "See table.")])
+    # nothing quotable (no whole sentence): the answer can refuse (or frame), not claim
+    table = [_passage(1, "sepsis@4#0003", "See table.")]
+    refusal = {"not_found": True, "decision": "none", "sentences": []}
+    framing = {"text": "In short:", "kind": "framing", "citations": []}
+    for bare in (answer_schema(table), answer_schema(table, "verbatim", framing=True)):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(citing("sepsis@4#0003", "See table."), bare)
+        jsonschema.validate(refusal, bare)
+    jsonschema.validate(refusal | {"sentences": [framing]}, answer_schema(table, framing=True))
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(citing("sepsis@4#0003", "See table."), bare)
-    jsonschema.validate({"not_found": True, "decision": "none", "sentences": []}, bare)
+        jsonschema.validate(refusal | {"sentences": [framing]}, answer_schema(table))
+
+
+def test_quoted_claims_say_a_passage_sentence_word_for_word_and_cite_it() -> None:
+    schema = answer_schema(PASSAGES, "quoted")
+    sentence = "Take blood cultures before antibiotics."
+
+    def claim(text: str, chunk_id: str, quote: str) -> dict[str, object]:
+        return {"not_found": False, "decision": "none", "sentences": [
+            {"kind": "claim", "citations": [{"chunk_id": chunk_id, "quote": quote}],
+             "text": text}]}  # fmt: skip
+
+    jsonschema.validate(claim(sentence, "sepsis@4#0002", sentence), schema)
+    for text, chunk_id, quote in [
+        ("Blood cultures come first.", "sepsis@4#0002", sentence),  # its own words
+        (sentence, "sepsis@4#0001", sentence),  # cited to a passage that does not say it
+        (sentence, "sepsis@4#0002", PASSAGES[0].chunk.text),  # says one, quotes another
+    ]:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(claim(text, chunk_id, quote), schema)
+    jsonschema.validate({"not_found": True, "decision": "none", "sentences": []}, schema)
 
 
 def test_the_grammar_llama_cpp_compiles_from_the_schema_admits_no_free_values() -> None:
