@@ -15,8 +15,10 @@ corpus, asked through the whole answer path as a reader of everything. Per model
 
     .venv/bin/python -m benchmarks.generator_finetune [--tuned llm-tuned] [--base llm-small]
 
-Each model runs with its quotes free (any text, checked only afterwards) and held by
-decoding to the passages' sentences (``generator.quotes = "verbatim"``, the default).
+Each model runs with its quotes free (any text, checked only afterwards), held by
+decoding to the passages' sentences (``generator.quotes = "verbatim"``, the default), or
+with each claim one of those sentences quoted whole (``quoted``), and with uncited framing
+sentences offered or not (``generator.framing``, off by default).
 
 The tuned role is what ``appliance models train-generator`` registered (in the site
 model directory of APPLIANCE_DATA_DIR, or --models-from).
@@ -39,22 +41,33 @@ from rich.table import Table
 from appliance.engines import Appliance
 from appliance.eval.golden import evaluate
 from appliance.generate.base import ContextPassage
+from appliance.generate.openai_compatible import complete_sentences
 from appliance.generate.prompt import QuoteRule, answer_schema
 from appliance.settings import GeneratorSettings, Settings
 
 CONSOLE = Console(stderr=True)
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "appliance" / "sample_corpus"
+RULE_NAMES = {"free": "free quotes", "verbatim": "held quotes", "quoted": "quoted claims"}
 QUESTIONS = [SAMPLE / "golden.jsonl", ROOT.parent / "shared" / "data" / "clinical" / "dev.jsonl"]
 
 
 def measure(
-    role: str, quotes: QuoteRule, data: Path, questions: list[Path], max_tokens: int
+    role: str,
+    quotes: QuoteRule,
+    framing: bool,
+    data: Path,
+    questions: list[Path],
+    max_tokens: int,
 ) -> dict[str, float]:
     settings = Settings(
         data_dir=data,
         generator=GeneratorSettings(
-            kind="llama-cpp", model_role=role, quotes=quotes, max_tokens=max_tokens
+            kind="llama-cpp",
+            model_role=role,
+            quotes=quotes,
+            framing=framing,
+            max_tokens=max_tokens,
         ),
     )
     figures: dict[str, list[float]] = {"contains": [], "correct_refusal": [], "false_refusal": []}
@@ -89,10 +102,11 @@ def measure(
             passages = [ContextPassage(n, chunks[c]) for n, c in enumerate(context, start=1)]
             try:
                 document = json.loads(raw)
-                jsonschema.validate(document, answer_schema(passages, quotes))
+                jsonschema.validate(document, answer_schema(passages, quotes, framing))
                 valid += 1
             except (json.JSONDecodeError, jsonschema.ValidationError):
-                document = {"sentences": []}
+                # cut off by the token limit: its complete sentences were still verified
+                document = complete_sentences(raw) or {"sentences": []}
             for sentence in document.get("sentences", []):
                 for citation in sentence.get("citations", []):
                     written += 1
@@ -144,7 +158,12 @@ def main() -> None:
     parser.add_argument(
         "--quotes",
         default="free,verbatim",
-        help="quote rules to compare (comma-separated): free text, or held to the passages",
+        help="quote rules to compare (comma-separated): free, verbatim, quoted",
+    )
+    parser.add_argument(
+        "--framing",
+        default="without",
+        help="framing sentences offered (comma-separated): without, with",
     )
     parser.add_argument(
         "--models-from", type=Path, help="a data directory whose site models to use"
@@ -156,10 +175,17 @@ def main() -> None:
     )
     args = parser.parse_args()
     rules: list[QuoteRule] = [q for q in get_args(QuoteRule) if q in args.quotes.split(",")]
-    runs = [(role, rule) for role in (args.base, args.tuned) if role for rule in rules]
+    framings = [f == "with" for f in ("without", "with") if f in args.framing.split(",")]
+    runs = [
+        (role, rule, framing)
+        for role in (args.base, args.tuned)
+        if role
+        for rule in rules
+        for framing in framings
+    ]
     results = {}
-    for role, rule in runs:
-        name = f"{role} ({rule} quotes)"
+    for role, rule, framing in runs:
+        name = f"{role} ({RULE_NAMES[rule]}{', framing' if framing else ''})"
         with tempfile.TemporaryDirectory() as scratch:
             data = Path(scratch) / "data"
             if args.models_from:
@@ -171,8 +197,8 @@ def main() -> None:
             questions = [q for q in QUESTIONS if q.is_file()]
             if args.limit:
                 questions = [_first(q, args.limit, Path(scratch)) for q in questions]
-            results[name] = measure(role, rule, data, questions, args.max_tokens)
-    table = Table(title="Answer generator on llama.cpp (CPU): base and tuned, free and held quotes")
+            results[name] = measure(role, rule, framing, data, questions, args.max_tokens)
+    table = Table(title="Answer generator on llama.cpp (CPU): base and tuned, by quote rule")
     table.add_column("figure")
     for name in results:
         table.add_column(name, justify="right")
