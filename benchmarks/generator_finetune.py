@@ -16,8 +16,8 @@ corpus, asked through the whole answer path as a reader of everything. Per model
     .venv/bin/python -m benchmarks.generator_finetune [--tuned llm-tuned] [--base llm-small]
 
 Each model runs with its quotes free (any text, checked only afterwards), held by
-decoding to the passages' sentences (``generator.quotes = "verbatim"``, the default), or
-with each claim one of those sentences quoted whole (``quoted``), and with uncited framing
+decoding to the passages' sentences (``verbatim``), or with each claim one of those
+sentences quoted whole (``generator.quotes = "quoted"``, the default), and with uncited framing
 sentences offered or not (``generator.framing``, off by default).
 
 The tuned role is what ``appliance models train-generator`` registered (in the site
@@ -59,7 +59,7 @@ def measure(
     data: Path,
     questions: list[Path],
     max_tokens: int,
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     settings = Settings(
         data_dir=data,
         generator=GeneratorSettings(
@@ -125,11 +125,17 @@ def measure(
         "exact-span quotes": exact / written if written else 0.0,
         "citations surviving verification": shown / written if written else 0.0,
         "answers containing the gold quote": sum(figures["contains"]) / answerable,
-        "correct refusals": sum(figures["correct_refusal"]) / unanswerable if unanswerable else 0.0,
+        "correct refusals": (
+            sum(figures["correct_refusal"]) / unanswerable if unanswerable else None
+        ),
         "false refusals": sum(figures["false_refusal"]) / answerable,
         "tokens/s": tokens / generate_seconds if generate_seconds else 0.0,
         "answer p50 s": statistics.median(seconds),
     }
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _entries(data: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -146,8 +152,14 @@ def _tokenizer(appliance: Appliance, role: str):  # type: ignore[no-untyped-def]
 
 
 def _first(path: Path, limit: int, folder: Path) -> Path:
+    """The file's first ``limit`` answerable questions and its first third as many
+    unanswerable ones: the sets list the unanswerable last, and a sample without them
+    cannot measure correct refusals."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    answerable = [line for line in lines if json.loads(line).get("answerable", True)]
+    unanswerable = [line for line in lines if not json.loads(line).get("answerable", True)]
     kept = folder / path.name
-    kept.write_text("".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:limit]))
+    kept.write_text("".join(answerable[:limit] + unanswerable[: max(1, limit // 3)]))
     return kept
 
 
@@ -157,7 +169,7 @@ def main() -> None:
     parser.add_argument("--base", default="llm-small")
     parser.add_argument(
         "--quotes",
-        default="free,verbatim",
+        default="free,quoted",
         help="quote rules to compare (comma-separated): free, verbatim, quoted",
     )
     parser.add_argument(
@@ -169,7 +181,11 @@ def main() -> None:
         "--models-from", type=Path, help="a data directory whose site models to use"
     )
     parser.add_argument("--max-tokens", type=int, default=384)
-    parser.add_argument("--limit", type=int, help="only the first N questions of each file")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        help="only the first N answerable questions of each file (and N/3 unanswerable)",
+    )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "generator_finetune.json"
     )
@@ -203,7 +219,7 @@ def main() -> None:
     for name in results:
         table.add_column(name, justify="right")
     for figure in next(iter(results.values())):
-        table.add_row(figure, *(f"{results[r][figure]:.3f}" for r in results))
+        table.add_row(figure, *(_shown(results[r][figure]) for r in results))
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
