@@ -155,11 +155,11 @@ def _first(path: Path, limit: int, folder: Path) -> Path:
     """The file's first ``limit`` answerable questions and its first third as many
     unanswerable ones: the sets list the unanswerable last, and a sample without them
     cannot measure correct refusals."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    answerable = [line for line in lines if json.loads(line).get("answerable", True)]
-    unanswerable = [line for line in lines if not json.loads(line).get("answerable", True)]
+    by_kind: dict[bool, list[str]] = {True: [], False: []}
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        by_kind[json.loads(line).get("answerable", True) is not False].append(line)
     kept = folder / path.name
-    kept.write_text("".join(answerable[:limit] + unanswerable[: max(1, limit // 3)]))
+    kept.write_text("".join(by_kind[True][:limit] + by_kind[False][: max(1, limit // 3)]))
     return kept
 
 
