@@ -305,11 +305,11 @@ EntityKind = Literal[
     "drug", "condition", "procedure", "lab", "population", "department", "date", "clause"
 ]  # fmt: skip
 RelationKind = Literal[
-    "TREATS", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
+    "TREATS", "NOT_INDICATED_FOR", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
 ]  # fmt: skip
 """Relations between two entities that a passage states."""
 RELATION_KINDS: tuple[RelationKind, ...] = (
-    "TREATS", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
+    "TREATS", "NOT_INDICATED_FOR", "DOSE_OF", "CONTRAINDICATED_WITH", "REQUIRES", "NEXT_STEP"
 )  # fmt: skip
 RELATION_DETAILS = ("amount", "unit", "route", "frequency")
 """What a relation may carry beyond its two entities (a dose's, so far), in this order."""

@@ -33,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "4"
+EXTRACTOR_VERSION = "5"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -74,6 +74,8 @@ class ClinicalTerms:
     inclusion_cues: tuple[str, ...]
     scope_headings: frozenset[str]
     requirement_cues: tuple[str, ...]
+    indication_words: frozenset[str]
+    stopping_verbs: frozenset[str]
 
     @classmethod
     def load(cls, path: Path = TERMS_FILE) -> ClinicalTerms:
@@ -100,6 +102,8 @@ class ClinicalTerms:
             inclusion_cues=tuple(lang["inclusion_cues"]),
             scope_headings=frozenset(lang["scope_headings"]),
             requirement_cues=tuple(lang["requirement_cues"]),
+            indication_words=frozenset(lang["indication_words"]),
+            stopping_verbs=frozenset(lang["stopping_verbs"]),
         )
 
 
@@ -266,30 +270,61 @@ class ClinicalFactExtractor:
         targets = [m for m in inside if m.kind in _CONDITION_LIKE]
         for drug in (m for m in inside if m.kind == "drug"):
             dose = self._dose.match(text[drug.end : sentence.end_char])
+            if dose is None:
+                continue
             for target in targets[:1]:
-                if dose is not None:
-                    details = [("amount", dose.group(1)), ("unit", dose.group(2))]
-                    if dose.group(3):
-                        details.append(("route", dose.group(3)))
-                    frequency = _first_cue(
-                        text[drug.end : sentence.end_char].lower(), self._terms.frequencies
-                    )
-                    if frequency is not None:
-                        found = text[drug.end + frequency : sentence.end_char].lower()
-                        details.append(
-                            (
-                                "frequency",
-                                next(f for f in self._terms.frequencies if found.startswith(f)),
-                            )
-                        )
-                    relations.append(
-                        Relation("DOSE_OF", drug.key, target.key, drug.start,
-                                 drug.end + dose.end(), tuple(details))
-                    )  # fmt: skip
-                relations.append(
-                    Relation("TREATS", drug.key, target.key, sentence.start_char, sentence.end_char)
+                details = [("amount", dose.group(1)), ("unit", dose.group(2))]
+                if dose.group(3):
+                    details.append(("route", dose.group(3)))
+                frequency = _first_cue(
+                    text[drug.end : sentence.end_char].lower(), self._terms.frequencies
                 )
+                if frequency is not None:
+                    found = text[drug.end + frequency : sentence.end_char].lower()
+                    named = next(f for f in self._terms.frequencies if found.startswith(f))
+                    details.append(("frequency", named))
+                relations.append(
+                    Relation("DOSE_OF", drug.key, target.key, drug.start,
+                             drug.end + dose.end(), tuple(details))
+                )  # fmt: skip
+        for drug in (m for m in inside if m.kind == "drug"):
+            for target in inside:
+                if target.kind != "condition":
+                    continue
+                kind = self._indication(drug, target, sentence)
+                if kind is not None:
+                    relations.append(
+                        Relation(kind, drug.key, target.key, sentence.start_char, sentence.end_char)
+                    )
         return relations
+
+    def _indication(self, drug: Mention, condition: Mention, sentence: Any) -> RelationKind | None:
+        """What the sentence says of giving the drug for the condition, read from its parse:
+        TREATS when the two are joined through an indication's word ("give meropenem for
+        ...", "reserved for ...", "in every postpartum haemorrhage"), NOT_INDICATED_FOR
+        when the way between them is negated ("may be used for distress, not to prevent
+        febrile seizures"), and nothing when the drug is stopped ("stop warfarin"),
+        described ("glucagon is less effective in ...") or merely named beside the
+        condition: "anaphylaxis to co-amoxiclav" says the opposite of a treatment."""
+        doc = sentence.doc
+        drug_span = doc.char_span(drug.start, drug.end, alignment_mode="expand")
+        condition_span = doc.char_span(condition.start, condition.end, alignment_mode="expand")
+        if drug_span is None or condition_span is None:
+            return None
+        path = _tree_path(drug_span.root, condition_span.root)
+        if path is None:
+            return None
+        governor = next((t for t in drug_span.root.ancestors if t.pos_ in ("VERB", "AUX")), None)
+        if governor is not None:
+            if governor.lemma_.lower() in self._terms.stopping_verbs:
+                return None
+            if governor.lemma_ == "be" and drug_span.root.dep_ == "nsubj":
+                return None
+        if any(child.dep_ == "neg" for t in path for child in t.children):
+            return "NOT_INDICATED_FOR"
+        if any(t.lower_ in self._terms.indication_words for t in path):
+            return "TREATS"
+        return None
 
     def _requirements(self, text: str, inside: list[Mention], sentence: Any) -> list[Relation]:
         cue = _first_cue(text, self._terms.requirement_cues)
@@ -450,6 +485,18 @@ def _next_steps(text: str, mentions: Sequence[Mention]) -> list[Relation]:
         for (n, start, _, a), (m, _, end, b) in itertools.pairwise(steps)
         if m == n + 1 and a is not None and b is not None and a.key != b.key
     ]
+
+
+def _tree_path(a: Any, b: Any) -> list[Any] | None:
+    """The tokens between two tokens of one parse, through their lowest common head
+    (included unless it is one of them); None when they are not in one tree."""
+    above_a = [a, *a.ancestors]
+    above_b = [b, *b.ancestors]
+    common = next((t for t in above_a if t in above_b), None)
+    if common is None:
+        return None
+    inner = above_a[1 : above_a.index(common) + 1] + above_b[1 : above_b.index(common)]
+    return [t for t in inner if t not in (a, b)]
 
 
 def _first_cue(text: str, cues: Sequence[str]) -> int | None:

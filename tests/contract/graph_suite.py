@@ -14,7 +14,7 @@ from neo4j import Driver
 from appliance.index.cypher_graph import CypherGraphStore, empty_graph
 from appliance.index.cypher_templates import TemplateError
 from appliance.index.filters import ActiveOn, AllOf, AnyOf, SearchFilter
-from appliance.records import ChunkFacts, Mention, Relation, Scope
+from appliance.records import RELATION_KINDS, ChunkFacts, Mention, Relation, Scope
 from tests.contract.suites import make_chunk
 
 SEPSIS = "sepsis"
@@ -271,6 +271,24 @@ class GraphStoreContract:
         assert rows[0]["amount"] == "2" and rows[0]["unit"] == "g" and rows[0]["route"] == "IV"
         assert rows[0]["valid_from"] == dt.date(2025, 3, 1).toordinal()
         assert rows[0]["learned_at"] > 0
+
+    def test_every_relation_kind_is_written_and_read(self, store: CypherGraphStore) -> None:
+        """A relation kind the fact finder states but a template forgets would be lost
+        without a trace: each kind goes in and comes back through both templates."""
+        text = "Ibuprofen may be used for pain, not to prevent stroke."
+        drug = mention(text, "ibuprofen", "drug", "Ibuprofen")
+        condition = mention(text, "stroke", "condition", "stroke")
+        relations = tuple(
+            Relation(kind, "ibuprofen", "stroke", 0, len(text)) for kind in RELATION_KINDS
+        )
+        chunk = make_chunk("analgesia", 0, text, departments=["wards"])
+        store.replace_documents(
+            [ChunkFacts(chunk, mentions=(drug, condition), relations=relations)]
+        )
+        [found] = store.find("relation_between", {"keys": ["ibuprofen", "stroke"], "limit": 5})
+        assert set(found.evidence) == {f"ibuprofen {kind} stroke" for kind in RELATION_KINDS}
+        stated = store.relations_of([chunk.chunk_id])[chunk.chunk_id]
+        assert {r.kind for r in stated} == set(RELATION_KINDS)
 
     def test_the_statements_of_passages_come_back_as_extracted(
         self, driver: Driver, database: str, store: CypherGraphStore

@@ -5,7 +5,7 @@
 MATCH (c:Chunk)-[:MENTIONS]->(a:Entity)
 WHERE c.chunk_id IN $chunk_ids AND {access}
 WITH DISTINCT c, a
-MATCH (a)-[r:TREATS|DOSE_OF|CONTRAINDICATED_WITH|REQUIRES|NEXT_STEP]->(b:Entity)
+MATCH (a)-[r:TREATS|NOT_INDICATED_FOR|DOSE_OF|CONTRAINDICATED_WITH|REQUIRES|NEXT_STEP]->(b:Entity)
 WHERE r.chunk_id = c.chunk_id
 RETURN c.chunk_id AS chunk_id, type(r) AS kind, a.key AS source, b.key AS target,
        r.start AS start, r.end AS end, r.amount AS amount, r.unit AS unit,

@@ -102,6 +102,42 @@ def test_a_drugs_own_contraindication_is_not_the_passages_scope(
     assert not [r for r in no_drug.relations if r.kind == "CONTRAINDICATED_WITH"]
 
 
+def test_a_drug_treats_a_condition_only_when_given_for_it(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    def read(text: str) -> tuple[set[tuple[str, str]], set[str]]:
+        [found] = facts(extractor, text)
+        treats = {(r.source, r.target) for r in found.relations if r.kind == "TREATS"}
+        return treats, {m.key for m in found.mentions}
+
+    given = [
+        ("Give gentamicin 5 mg/kg IV once daily for pyelonephritis.", "gentamicin", "pyelonephritis"),
+        ("In pneumonia give clarithromycin 500 mg twice daily.", "clarithromycin", "pneumonia"),
+        ("For active haemorrhage stop heparin and give protamine 50 mg IV.", "protamine", "haemorrhage"),
+    ]  # fmt: skip
+    for text, drug, condition in given:
+        assert (drug, condition) in read(text)[0], text
+    # sharing a sentence is not a treatment (both named, so each check can fail)
+    not_given = [
+        ("Recorded anaphylaxis to amoxicillin in 2021.", "amoxicillin", "anaphylaxis"),
+        ("For active haemorrhage stop heparin and give protamine 50 mg IV.", "heparin", "haemorrhage"),
+        ("Heparin is less effective in sepsis.", "heparin", "sepsis"),
+        ("Ibuprofen may be used for pain, not to prevent stroke.", "ibuprofen", "stroke"),
+    ]  # fmt: skip
+    for text, drug, condition in not_given:
+        treats, named = read(text)
+        assert drug in named and any(k.endswith(condition) for k in named), text
+        assert not any(d == drug and c.endswith(condition) for d, c in treats), text
+    # what a passage says a drug is not for is a fact of its own
+    [found] = facts(extractor, "Ibuprofen may be used for pain, not to prevent stroke.")
+    stated = {(r.kind, r.source, r.target) for r in found.relations}
+    assert ("NOT_INDICATED_FOR", "ibuprofen", "stroke") in stated
+    assert ("TREATS", "ibuprofen", "pain") in stated
+    # a population is given a dose, not treated
+    treats, named = read("Paracetamol 15 mg/kg orally for children over 3 months.")
+    assert "child" in named and not treats
+
+
 def test_a_question_is_read_with_the_graphs_abbreviations(
     extractor: ClinicalFactExtractor,
 ) -> None:
