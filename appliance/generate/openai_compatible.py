@@ -10,6 +10,7 @@ proposal: the answer pipeline verifies every citation before anyone sees it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -35,23 +36,38 @@ compiles the schema into a grammar. ``gbnf``: the grammar compiled here
 uses with the llama.cpp server it starts, whose own compiler breaks on verbatim quotes."""
 
 
-_CUT_ENDING = '], "decision": "none", "not_found": true}'
+_SENTENCES_OPEN = re.compile(r'\s*\{\s*"sentences"\s*:\s*\[')
+_BETWEEN_ITEMS = re.compile(r"\s*,?\s*")
 
 
 def complete_sentences(raw: str) -> dict[str, object] | None:
     """The complete sentences of an answer the token limit cut off. The schema puts the
     sentences first, so every sentence object closed before the cut is whole; each is
     verified like any other. ``decision`` and ``not_found`` were never written: they
-    count as "none" and true."""
-    end = raw.rfind("}")
-    while end != -1:
+    count as "none" and true. One pass: each sentence object is decoded where the last
+    one ended, until the one the cut left open."""
+    opening = _SENTENCES_OPEN.match(raw)
+    if opening is None:
+        return None
+    decoder = json.JSONDecoder()
+    sentences: list[object] = []
+    at = opening.end()
+    while True:
+        at = _after_separator(raw, at)
+        if raw.startswith("]", at):
+            break
         try:
-            document = json.loads(raw[: end + 1] + _CUT_ENDING)
+            sentence, at = decoder.raw_decode(raw, at)
         except json.JSONDecodeError:
-            end = raw.rfind("}", 0, end)
-            continue
-        return document if isinstance(document, dict) else None
-    return None
+            break
+        sentences.append(sentence)
+    return {"sentences": sentences, "decision": "none", "not_found": True}
+
+
+def _after_separator(raw: str, at: int) -> int:
+    """Past the white space and the one comma between two items of a JSON array."""
+    separator = _BETWEEN_ITEMS.match(raw, at)
+    return at if separator is None else separator.end()
 
 
 class ParsedAnswer(NamedTuple):

@@ -10,7 +10,11 @@ import pytest
 
 from appliance.generate.base import ContextPassage, asks_yes_or_no
 from appliance.generate.grammar import answer_grammar
-from appliance.generate.openai_compatible import OpenAICompatibleGenerator, parse_answer
+from appliance.generate.openai_compatible import (
+    OpenAICompatibleGenerator,
+    complete_sentences,
+    parse_answer,
+)
 from appliance.generate.prompt import QuoteRule, answer_schema
 from appliance.records import Chunk, DocumentMetadata
 
@@ -225,6 +229,22 @@ def test_an_answer_cut_off_by_the_token_limit_keeps_its_complete_sentences() -> 
     assert [s.text for s in sentences] == ["Take blood cultures first."]
     assert not_found  # never written, so the model did not say the passages answer
     assert decision is None
+
+
+def test_a_cut_answer_is_read_whole_up_to_the_cut_whatever_its_strings_hold() -> None:
+    braces = {"text": "Record {time} and [dose].", "kind": "claim",
+              "citations": [{"chunk_id": "sepsis@4#0002", "quote": "a } and a ]"}]}  # fmt: skip
+    whole = json.dumps({"sentences": [braces, braces, braces], "decision": "yes"})
+    for cut in range(len(whole)):
+        document = complete_sentences(whole[:cut])
+        if cut < len('{"sentences": ['):
+            assert document is None
+            continue
+        assert document is not None
+        closed = whole[:cut].count("}]}")  # each sentence ends with its citations
+        assert document["sentences"] == [braces] * closed, whole[:cut]
+        assert document["not_found"] is True and document["decision"] == "none"
+    assert complete_sentences('{"decision": "yes", "sentences": [') is None
 
 
 @pytest.mark.parametrize(
