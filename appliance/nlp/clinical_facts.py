@@ -33,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "5"
+EXTRACTOR_VERSION = "6"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -428,19 +428,24 @@ class ClinicalFactExtractor:
         return self._kind_of_head(span.root) if len(span) else None
 
     def key_of(self, span: Any) -> str:
-        """The canonical name of a noun phrase: its words without determiners, numbers,
+        """The canonical name of a noun phrase: its words without determiners, counts,
         punctuation or hedges ("a documented penicillin allergy" -> "penicillin allergy"),
-        the head in its dictionary form."""
+        the head in its dictionary form. A number right after a noun is part of the name
+        ("type 1 diabetes" is not "type 2 diabetes")."""
         return self._key_of_tokens(list(span))
 
     def _key_of_tokens(self, tokens: Sequence[Any]) -> str:
-        kept = [
-            t
-            for t in tokens
-            if t.pos_ not in ("DET", "PRON", "NUM", "PUNCT", "CCONJ", "ADP")
-            and t.text.lower() not in self._terms.hedges
-            and not t.is_stop
-        ]
+        kept: list[Any] = []
+        for t in tokens:
+            if t.pos_ == "NUM":
+                if kept and kept[-1].i == t.i - 1 and kept[-1].pos_ in ("NOUN", "PROPN"):
+                    kept.append(t)
+            elif (
+                t.pos_ not in ("DET", "PRON", "PUNCT", "CCONJ", "ADP")
+                and t.text.lower() not in self._terms.hedges
+                and not t.is_stop
+            ):
+                kept.append(t)
         words = [t.text.lower() for t in kept]
         if kept:
             words[-1] = self._head_form(kept[-1])

@@ -37,6 +37,13 @@ def test_mentions_keep_their_exact_spans(extractor: ClinicalFactExtractor) -> No
     assert ("drug", "penicillin") not in kinds  # a modifier of the allergy, not a drug given
 
 
+def test_a_number_that_names_a_kind_stays_in_the_key(extractor: ClinicalFactExtractor) -> None:
+    [found] = facts(extractor, "Type 1 diabetes is not type 2 diabetes; give 3 doses.")
+    keys = {m.key for m in found.mentions if m.kind == "condition"}
+    assert {"type 1 diabetes", "type 2 diabetes"} <= keys
+    assert "type diabetes" not in keys
+
+
 def test_an_abbreviation_is_its_long_form_across_the_document(
     extractor: ClinicalFactExtractor,
 ) -> None:
