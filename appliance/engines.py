@@ -181,8 +181,15 @@ class Appliance:
     @cached_property
     def query(self) -> QueryPipeline:
         """Retrieve, fuse, screen, then the rerank stages in order: the cross-encoder
-        when a model fills its role, then CAGE."""
-        stages = open_stages(self.settings.rerank, self.registry, self.catalog, self.vectors)
+        when a model fills its role, then CAGE (and, with the knowledge graph, the floor
+        under its first passage)."""
+        stages = open_stages(
+            self.settings.rerank,
+            self.registry,
+            self.catalog,
+            self.vectors,
+            knowledge_graph=self.settings.graph.engine != "none",
+        )
         return QueryPipeline(self.retriever, self.guard, stages, self.audit_trail)
 
     def pipeline(self) -> dict[str, object]:

@@ -216,6 +216,9 @@ class RerankSettings(_Group):
     """How many top candidates the chain reorders."""
     chain_weight: float = Field(0.55, ge=0.0)
     """How much a link from a chosen passage lends (0.55: best on the training pools)."""
+    graph_evidence: bool = True
+    """Last, when the knowledge graph runs: the passage it ranked first keeps at least the
+    place fusion gave it (the stages before read no negation or scope, the graph does)."""
 
 
 class AnswerSettings(_Group):

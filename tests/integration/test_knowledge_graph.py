@@ -14,7 +14,7 @@ import pytest
 from appliance.engines import Appliance
 from appliance.index.filters import ActiveOn, AllOf, AnyOf
 from appliance.retrieve.graph import GraphRetriever
-from tests.conftest import SAMPLE_CORPUS, make_settings
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, make_settings
 
 DOCUMENTS = (
     "insulin-infusion-protocol.md",
@@ -119,6 +119,20 @@ def test_a_question_about_whom_a_drug_is_avoided_in_finds_its_contraindication(
     assert [(e.template, e.evidence) for e in evidence] == [
         ("contraindications", ("ibuprofen CONTRAINDICATED_WITH asthma",))
     ]
+
+
+def test_the_graphs_first_passage_is_not_sunk_by_the_rerank_stages(
+    appliance: Appliance, tmp_path: Path
+) -> None:
+    today = ActiveOn(dt.date(2026, 6, 1))
+    found = appliance.query.run("Who should not be given ibuprofen?", SAMPLE_READER, 10, today)
+    [stated] = [c for c in found.candidates if c.hits.get("graph", None) is not None
+                and c.hits["graph"].rank == 1]  # fmt: skip
+    fused = sorted(found.candidates, key=lambda c: (-c.fused_score, c.chunk.chunk_id))
+    assert found.candidates.index(stated) <= fused.index(stated)
+    assert [s.name for s in appliance.query.stages][-1] == "graph_evidence"
+    with Appliance(make_settings(tmp_path / "no-graph")) as plain:  # no graph, no such stage
+        assert "graph_evidence" not in [s.name for s in plain.query.stages]
 
 
 def test_the_graph_is_silent_where_it_knows_nothing_the_words_do_not(
