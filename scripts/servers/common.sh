@@ -12,6 +12,17 @@ stop_pidfile() {
     rm -f "$pidfile"
 }
 
+# crash_pidfile PIDFILE: SIGKILL at once (no shutdown runs, as in a power cut), waits
+# until the process is gone; the pid file goes.
+crash_pidfile() {
+    local pidfile="$1" pid
+    [ -s "$pidfile" ] || return 0
+    pid="$(cat "$pidfile")"
+    kill -9 "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$pidfile"
+}
+
 # run_with_server CMD...: runs CMD with the server up (started here when it is not,
 # and then stopped again) and returns CMD's status. The caller defines `ready`,
 # `start` and `stop`.

@@ -4,7 +4,8 @@
 # analysis-common and lang-painless modules the lexical index needs, starts one node on
 # 127.0.0.1 and waits until it answers; `opensearch.sh stop` stops it;
 # `opensearch.sh run CMD...` runs CMD with a node up, stops the node if it started it,
-# and exits with CMD's status. A start that fails exits non-zero with the node's log: a
+# and exits with CMD's status; `opensearch.sh crash` kills it at once (SIGKILL: the
+# fault tests' power cut). A start that fails exits non-zero with the node's log: a
 # test run never goes on without its server.
 #
 # Environment: APPLIANCE_SERVER_CACHE (default ~/.cache/appliance-servers),
@@ -127,10 +128,13 @@ start() {
 
 stop() { stop_pidfile "$pidfile" 30; }
 
+crash() { crash_pidfile "$pidfile"; }
+
 case "${1:-}" in
     start) start ;;
     run) shift; run_with_server "$@" ;;
     stop) stop ;;
+    crash) crash ;;
     fetch) fetch ;;
-    *) echo "usage: $0 start|stop|fetch|run CMD..." >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|crash|fetch|run CMD..." >&2; exit 2 ;;
 esac

@@ -25,7 +25,7 @@ from appliance.index.base import StoreUnavailable
 from appliance.index.filters import ActiveOn
 from appliance.settings import PROJECT_ROOT, Settings
 from services.app import create_app
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries, readiness
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, SLOW, audit_entries, readiness
 from tests.servers import NO_NODE, OPENSEARCH_URL, CuttableLink
 
 # Questions written for this test from the sample documents' own wording.
@@ -168,44 +168,59 @@ def _node(command: str) -> None:
     subprocess.run([str(script), command], env=environment, check=True, timeout=300)
 
 
-def _stop_once_chunks_arrive(url: str, stopped: threading.Event) -> None:
-    """Stops the node as soon as the first chunks of the ingestion are in it."""
-    for _ in range(1200):
+FAULTS = (
+    [("stop", 1), ("crash", 1), ("stop", 60), ("crash", 100), ("crash", 140)]
+    if SLOW
+    else [("stop", 1)]
+)
+"""How the node goes away (a shutdown, or SIGKILL) and how many chunks it holds by then:
+one fault in the default suite, the first batch to nearly the last in the slow mode."""
+
+
+def _fail_once_chunks_arrive(url: str, fault: str, chunks: int, done: threading.Event) -> None:
+    """Takes the node away as soon as it holds ``chunks`` chunks of the ingestion."""
+    for _ in range(2400):
         try:
             indices = httpx.get(f"{url}/_cat/indices/it-*?format=json", timeout=5).json()
         except httpx.HTTPError:
             indices = []
-        if any(int(index.get("docs.count") or 0) > 0 for index in indices):
-            _node("stop")
-            stopped.set()
+        if sum(int(index.get("docs.count") or 0) for index in indices) >= chunks:
+            _node(fault)
+            done.set()
             return
         time.sleep(0.05)
 
 
-def test_a_node_stopped_mid_ingestion_is_an_error_and_the_next_run_finishes(
-    tmp_path: Path, cluster: OpenSearch
+@pytest.mark.parametrize(("fault", "chunks"), FAULTS)
+def test_a_node_lost_mid_ingestion_is_an_error_and_the_next_run_finishes(
+    tmp_path: Path, cluster: OpenSearch, fault: str, chunks: int
 ) -> None:
     url = f"http://127.0.0.1:{FAULT_NODE_PORT}"
     _node("start")
     settings = server_settings(tmp_path / "data", url, ingest_batch_documents=1)
     try:
         with Appliance(settings) as appliance:
-            stopped = threading.Event()
-            stopper = threading.Thread(target=_stop_once_chunks_arrive, args=(url, stopped))
-            stopper.start()
+            failed = threading.Event()
+            failer = threading.Thread(
+                target=_fail_once_chunks_arrive, args=(url, fault, chunks, failed)
+            )
+            failer.start()
             with pytest.raises(StoreUnavailable, match=f"OpenSearch at {url}"):
                 appliance.ingestor.ingest([SAMPLE_CORPUS])
-            stopper.join()
-            assert stopped.is_set()
-        _node("start")  # the same node, its data kept
+            failer.join()
+            assert failed.is_set()
+            assert appliance.catalog.pending(), "the interrupted documents are not pending"
+        _node("start")  # the same node, its data kept (or recovered from its translog)
         with Appliance(settings) as appliance:
             appliance.ingestor.reconcile()
             assert not appliance.ingestor.ingest([SAMPLE_CORPUS]).failed
-            chunks = appliance.catalog.chunk_count()
-            assert appliance.lexical.count() == appliance.vectors.count() == chunks
+            assert appliance.catalog.pending() == []
+            chunks_indexed = appliance.catalog.chunk_count()
+            assert appliance.lexical.count() == appliance.vectors.count() == chunks_indexed
             for record in appliance.catalog.documents():
                 expected = set(appliance.catalog.chunk_ids_of(record.doc_id))
                 assert appliance.lexical.chunk_ids_of(record.doc_id) == expected
+                assert appliance.vectors.chunk_ids_of(record.doc_id) == expected
     finally:
         with contextlib.suppress(Exception):
             httpx.delete(f"{url}/it-*-chunks-*", timeout=30)
