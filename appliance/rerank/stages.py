@@ -1,7 +1,7 @@
 """Which rerank stages run, in which order, as the settings say: the cross-encoder when
 enabled and a model fills its role, then CAGE, then the title-and-entity chain, and with
-the knowledge graph, the floor under its first passage. The
-query path and the rerank benchmark's "product pipeline" row both build them here."""
+the knowledge graph, the floor under its first passage. The query path and the rerank
+benchmark's "product pipeline" row both build them here."""
 
 from __future__ import annotations
 
