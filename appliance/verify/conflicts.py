@@ -1,7 +1,8 @@
 """Sources that disagree, found among the passages an answer was written from.
 
 Two documents may state incompatible facts about the same drug and condition: one
-doses it differently, or one gives it where the other says it must not be given. An
+doses it differently, or one gives it where the other says it must not be given, or
+that it is not for that condition. An
 answer that cites one of them must show the other beside it, with which prevails and
 why, never a merged figure. Statements come from the fact finder the knowledge graph
 uses (``nlp.clinical_facts``): from the graph when one runs, else read from the
@@ -38,7 +39,11 @@ from appliance.records import (
     Source,
 )
 
-_ABOUT_DRUGS = ("DOSE_OF", "TREATS", "CONTRAINDICATED_WITH")
+_GIVEN = frozenset({"DOSE_OF", "TREATS"})
+"""Statements that the drug is given for the condition."""
+_WITHHELD = frozenset({"CONTRAINDICATED_WITH", "NOT_INDICATED_FOR"})
+"""Statements that it must not be, or is not for it."""
+_ABOUT_DRUGS = _GIVEN | _WITHHELD
 _BREAKS = (". ", "\n", "; ")
 
 
@@ -182,7 +187,7 @@ def _different_people(statements: Mapping[str, Statements], a: Chunk, b: Chunk) 
 def _disagreement(a: Relation, b: Relation) -> str:
     """What two statements about one drug and condition disagree on, or "" if nothing."""
     kinds = {a.kind, b.kind}
-    if "CONTRAINDICATED_WITH" in kinds and kinds != {"CONTRAINDICATED_WITH"}:
+    if kinds & _GIVEN and kinds & _WITHHELD:
         return "whether to give"
     if kinds == {"DOSE_OF"}:
         mine, theirs = dict(a.details), dict(b.details)

@@ -85,6 +85,34 @@ def test_giving_a_drug_and_forbidding_it_disagree(finder: ConflictFinder) -> Non
     assert [c.about for c in conflicts] == ["whether to give meropenem for sepsis"]
 
 
+NOT_FOR_SEIZURES = passage(
+    "febrile-illness-children",
+    "Paracetamol may be used for distress, not to prevent febrile seizures.",
+    departments=["paediatrics"],
+)
+
+
+def test_giving_a_drug_and_saying_it_is_not_for_the_condition_disagree(
+    extractor: ClinicalFactExtractor, finder: ConflictFinder
+) -> None:
+    giving = passage(
+        "seizure-leaflet", "Give paracetamol 15 mg/kg for febrile seizures.", departments=["all"]
+    )
+    [stated] = extractor.extract([NOT_FOR_SEIZURES])
+    assert {r.kind for r in stated.relations} == {"NOT_INDICATED_FOR"}
+    conflicts = finder.among([giving, NOT_FOR_SEIZURES], relied_on={giving.chunk_id})
+    assert [c.about for c in conflicts] == ["whether to give paracetamol for febrile seizure"]
+
+
+def test_two_sources_that_both_withhold_a_drug_agree(finder: ConflictFinder) -> None:
+    forbidding = passage(  # its own id: in the product a chunk id names its text
+        "seizure-policy", "Paracetamol must not be given for febrile seizures.",
+        departments=["all"],
+    )  # fmt: skip
+    relied_on = {forbidding.chunk_id, NOT_FOR_SEIZURES.chunk_id}
+    assert finder.among([forbidding, NOT_FOR_SEIZURES], relied_on=relied_on) == []
+
+
 @pytest.mark.parametrize(
     "other",
     [
