@@ -48,6 +48,8 @@ CHUNK_FINDERS = frozenset(
         "scope_match",
         "relation_between",
         "successors",
+        "steps_after",
+        "steps_before",
     }
 )
 """The templates that return ranked chunks (``scope_of`` returns scopes)."""

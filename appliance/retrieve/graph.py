@@ -4,12 +4,13 @@ documents define them); rules pick the reviewed templates that fit the question'
 and the chunks behind the matched relations come back as one ranking.
 
 Rules, not free text: "without" / "do not" asks for negation, "avoid" / "must not be
-given" for contraindications, "supersede" / "replace" for the newer version, "is X for
-Y" / "can X be used in Y" for the scope of passages, two entities for what one states
-about the other and for the passages that name them all. A passage that merely names one
-entity of the question is what BM25 finds anyway, so the graph stays silent then, unless
-the question asks what a passage states of it (a contraindication, the scope of a
-protocol). A template that matches nothing adds nothing, and the graph hands the fusion a
+given" for contraindications, "supersede" / "replace" for the newer version, "after X" /
+"before X" for the step a numbered procedure puts next to X, "is X for Y" / "can X be
+used in Y" for the scope of passages, two entities for what one states about the other
+and for the passages that name them all. A passage that merely names one entity of the
+question is what BM25 finds anyway, so the graph stays silent then, unless the question
+asks what a passage states of it (a contraindication, the scope of a protocol, the step
+that follows). A template that matches nothing adds nothing, and the graph hands the fusion a
 few chunks (``graph.candidates``), not a long tail.
 """
 
@@ -36,6 +37,8 @@ _CONTRAINDICATION = re.compile(
     r"(?:not|never)\s+(?:be\s+)?(?:given|used|prescribed)|unsafe)\b",
     re.I,
 )
+_STEP_AFTER = re.compile(r"\b(after|next|then|follow(?:s|ed|ing)?)\b", re.I)
+_STEP_BEFORE = re.compile(r"\b(before|prior\s+to|preced(?:e|es|ed|ing))\b", re.I)
 _SUPERSESSION = re.compile(
     r"\b(supersed\w*|replac\w*|newer|latest|previous|old(?:er)? version|current version)\b", re.I
 )
@@ -83,6 +86,10 @@ class GraphRetriever:
             asked.append(("contraindications", {"keys": keys}))
         if _SUPERSESSION.search(query):
             asked.append(("successors", {"keys": keys}))
+        for template, cue in (("steps_after", _STEP_AFTER), ("steps_before", _STEP_BEFORE)):
+            step = _named_after(cue, query, mentions)
+            if step:
+                asked.append((template, {"keys": step}))
         if len(keys) > 1:
             asked.append(("relation_between", {"keys": keys}))
         if negation is not None or _APPLICABILITY.search(query):
@@ -95,6 +102,16 @@ class GraphRetriever:
             found = self._graph.find("entity_chunks", {"keys": keys, "limit": limit}, search_filter)
             rankings.append([e for e in found if e.score >= len(keys)])
         return _in_turn(rankings)
+
+
+def _named_after(cue: re.Pattern[str], query: str, mentions: Sequence[Mention]) -> list[str]:
+    """The entities the question names after its first ``cue`` ("after oxytocin", "what
+    comes before the blood cultures"): the step whose neighbour in a procedure it asks
+    for. Nothing when no entity follows the cue ("an hour after")."""
+    found = cue.search(query)
+    if found is None:
+        return []
+    return list(dict.fromkeys(m.key for m in mentions if m.start >= found.end()))
 
 
 def _in_turn(rankings: Sequence[list[GraphEvidence]]) -> list[GraphEvidence]:

@@ -127,6 +127,19 @@ def facts_of_uterotonics() -> list[ChunkFacts]:
     ]
 
 
+def facts_of_haemorrhage_steps() -> list[ChunkFacts]:
+    text = "1. Oxytocin 5 units IV.\n2. Ergometrine 500 micrograms IM.\n3. Carboprost 250 micrograms IM."
+    drugs = [mention(text, name.lower(), "drug", name)
+             for name in ("Oxytocin", "Ergometrine", "Carboprost")]  # fmt: skip
+    second, third = text.index("2."), text.index("3.")
+    steps = (
+        Relation("NEXT_STEP", "oxytocin", "ergometrine", 0, third),
+        Relation("NEXT_STEP", "ergometrine", "carboprost", second, len(text)),
+    )
+    chunk = make_chunk("haemorrhage", 0, text, departments=["maternity"])
+    return [ChunkFacts(chunk, mentions=tuple(drugs), relations=steps)]
+
+
 class GraphStoreContract:
     """Subclasses provide ``driver`` and ``database`` fixtures for a running server."""
 
@@ -213,6 +226,21 @@ class GraphStoreContract:
         assert self.ids(store, "contraindications", keys=[AZTREONAM]) == []  # a dose is not one
         icu = AnyOf("departments", ("icu",))
         assert self.ids(store, "contraindications", icu, keys=["dinoprost"]) == []
+
+    def test_a_procedures_steps_are_found_forwards_and_backwards(
+        self, store: CypherGraphStore
+    ) -> None:
+        store.replace_documents(facts_of_haemorrhage_steps() + facts_of_uterotonics())
+        after = store.find("steps_after", {"keys": ["ergometrine"], "limit": 10})
+        assert [(e.chunk_id, e.evidence) for e in after] == [
+            ("haemorrhage@1#0000", ("ergometrine NEXT_STEP carboprost",))
+        ]
+        before = store.find("steps_before", {"keys": ["ergometrine"], "limit": 10})
+        assert [e.evidence for e in before] == [("oxytocin NEXT_STEP ergometrine",)]
+        assert self.ids(store, "steps_after", keys=["carboprost"]) == []  # the last step
+        assert self.ids(store, "steps_before", keys=["dinoprost"]) == []  # named, in no procedure
+        icu = AnyOf("departments", ("icu",))
+        assert self.ids(store, "steps_after", icu, keys=["oxytocin"]) == []
 
     def test_supersession_links_versions_in_either_order(
         self, driver: Driver, database: str, store: CypherGraphStore

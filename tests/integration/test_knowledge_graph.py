@@ -121,6 +121,27 @@ def test_a_question_about_whom_a_drug_is_avoided_in_finds_its_contraindication(
     ]
 
 
+def test_a_question_about_the_next_step_reads_the_procedures_order(appliance: Appliance) -> None:
+    graph = appliance.knowledge_graph
+    assert graph is not None
+    reader = GraphRetriever(graph, appliance.fact_extractor)
+    today = ActiveOn(dt.date(2026, 6, 1))
+    after = reader.evidence("What comes after the blood cultures in sepsis?", 10, today)
+    assert (after[0].template, after[0].evidence) == (
+        "steps_after",
+        ("blood cultures NEXT_STEP piperacillin",),
+    )
+    assert after[0].chunk_id.startswith("sepsis-bundle-v4@")  # the version in force
+    before = reader.evidence("What is done before the blood cultures are taken?", 10, today)
+    assert (before[0].template, before[0].evidence) == (
+        "steps_before",
+        ("lactate NEXT_STEP blood cultures",),
+    )
+    candidates = appliance.retriever.retrieve("What comes after the blood cultures?", 5, today)
+    assert candidates[0].hits["graph"].rank == 1
+    assert "2. Take two sets of blood cultures" in candidates[0].chunk.text
+
+
 def test_the_graphs_first_passage_is_not_sunk_by_the_rerank_stages(
     appliance: Appliance, tmp_path: Path
 ) -> None:
