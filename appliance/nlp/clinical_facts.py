@@ -33,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "6"
+EXTRACTOR_VERSION = "7"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"

@@ -37,6 +37,14 @@ def test_mentions_keep_their_exact_spans(extractor: ClinicalFactExtractor) -> No
     assert ("drug", "penicillin") not in kinds  # a modifier of the allergy, not a drug given
 
 
+@pytest.mark.parametrize("hedge", ["documented", "recorded", "labelled", "reported"])
+def test_how_a_condition_came_to_be_known_is_not_part_of_its_name(
+    extractor: ClinicalFactExtractor, hedge: str
+) -> None:
+    [found] = facts(extractor, f"For a {hedge} penicillin allergy give aztreonam 2 g IV.")
+    assert ("condition", "penicillin allergy") in {(m.kind, m.key) for m in found.mentions}
+
+
 def test_a_number_that_names_a_kind_stays_in_the_key(extractor: ClinicalFactExtractor) -> None:
     [found] = facts(extractor, "Type 1 diabetes is not type 2 diabetes; give 3 doses.")
     keys = {m.key for m in found.mentions if m.kind == "condition"}
