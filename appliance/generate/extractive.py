@@ -35,6 +35,9 @@ _NEGATION = re.compile(
     r"\b(?:not|cannot|never|avoid|contraindicated|must not|should not|do not)\b|n't\b|\bcant\b",
     re.IGNORECASE,
 )
+_EXCEPTION = re.compile(r"\b(?:unless|except)\b", re.IGNORECASE)
+"""How a document states when something is not done without a negation: "ergometrine
+500 micrograms IM, unless the woman has hypertension"."""
 
 
 _COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
@@ -127,16 +130,23 @@ class ExtractiveGenerator:
         alone, in_context = np.split(by_reading, 2)
         similarity_by_reading = (alone + in_context) / 2
         similarity = similarity_by_reading[:, 0]
+        names = specific_words(question)
         if _NEGATION.search(question):
-            # "When must it not be used?" is answered by the sentence that says "do not".
-            similarity = similarity + self._negation_bonus * np.array(
-                [bool(_NEGATION.search(c.quote)) for c in options]
+            # "When must it not be used?" is answered by the sentence that says "do not"
+            # or "unless", the more so when it names what is asked about: a sentence
+            # embedding reads "metformin is the first drug" as closer than "start
+            # metformin ..., unless the eGFR is below 30".
+            says_when_not = np.array(
+                [bool(_NEGATION.search(c.quote) or _EXCEPTION.search(c.quote)) for c in options]
+            )
+            about_it = np.array([any(n in c.quote.lower() for n in names) for c in options])
+            similarity = similarity + says_when_not * (
+                self._negation_bonus + self._name_bonus * about_it
             )
         # Earlier passages ranked higher: a small prior keeps ties with the best passage.
         prior = np.array([0.02 * (self._passages_used - c.passage.number) for c in options])
         # A row that names what the question names ("ceftriaxone") is about it; the
         # neighbouring rows of the same table are not.
-        names = specific_words(question)
         prior = prior + self._name_bonus * np.array(
             [c.table is not None and any(n in c.quote.lower() for n in names) for c in options]
         )

@@ -129,3 +129,23 @@ def test_a_sentence_that_refers_back_is_judged_with_the_one_before_it(
     assert "It is not used when a complication is documented" in " ".join(
         s.text for s in answer.sentences
     )
+
+
+def test_a_question_about_when_not_is_answered_by_the_exception_that_names_it(
+    embedder: Embedder,
+) -> None:
+    """A sentence embedding puts "metformin is the first drug" nearer to "in whom is
+    metformin not given?" than the sentence with the exception; the exception that
+    names the drug asked about is what answers it."""
+    first = (
+        "Metformin is the first drug for type 2 diabetes in adults. Start metformin 500 mg "
+        "once a day with breakfast, unless the eGFR is below 30 mL/min."
+    )
+    review = "Review metformin in type 2 diabetes every year."
+    answer = ExtractiveGenerator(embedder).generate(
+        "In whom is metformin not given?",
+        [_passage(1, first, ("Metformin",)), _passage(2, review, ("Review",))],
+    )
+    quoted = [s.text for s in answer.sentences]
+    assert any("unless the eGFR is below 30" in q for q in quoted)
+    assert review not in quoted
