@@ -5,8 +5,10 @@ headings ("Adult ...", "Fever in Children Under 5"), age bands ("for children ol
 3 months"), the measurement range its section is for ("INR 5 to 8 without bleeding", "if
 creatinine clearance is below 30 mL/min"), the route it gives, the staff group a
 workforce rule binds, and the document's own exclusions ("Do not use a VRIII for
-diabetic ketoacidosis"). A passage whose scope contradicts one of the question's
-qualifiers is not quoted; each contradiction is a reason in a clinician's words.
+diabetic ketoacidosis"). A document that says nothing of whom it covers and never names
+children was written for adults: it does not answer for a child. A passage whose scope
+contradicts one of the question's qualifiers is not quoted; each contradiction is a
+reason in a clinician's words.
 """
 
 from __future__ import annotations
@@ -54,6 +56,17 @@ _EXCLUSION = re.compile(
 )
 _COMMON = 4.5
 """A word of an excluded phrase at least this common in English does not identify it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentScope:
+    exclusions: list[str]
+    """What it says it must not be used for ("diabetic ketoacidosis")."""
+    staff: frozenset[str]
+    """The staff groups its workforce rules bind ("no doctor is rostered ...")."""
+    speaks_of_children: bool
+    """Whether it names children anywhere: one that never does was written for adults,
+    and its doses and regimens are not evidence for a child, however close its topic."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,15 +168,16 @@ class ScopeChecker:
         chunk's document excludes, among the things the question names (with a graph)."""
         self._document_text = document_text
         self._graph_exclusions = graph_exclusions
-        self._read: dict[tuple[str, str], tuple[list[str], frozenset[str]]] = {}
+        self._read: dict[tuple[str, str], DocumentScope] = {}
 
-    def _document_scope(self, chunk: Chunk) -> tuple[list[str], frozenset[str]]:
-        """A document's exclusions, and the staff groups its workforce rules bind ("no
-        doctor is rostered ..."), read once per document version."""
+    def _document_scope(self, chunk: Chunk) -> DocumentScope:
+        """What a document says of its own reach, read once per document version."""
         key = (chunk.doc_id, chunk.metadata.version)
         if key not in self._read:
             text = self._document_text(chunk.doc_id) or ""
-            self._read[key] = (exclusions_of(text), staff_in(text))
+            self._read[key] = DocumentScope(
+                exclusions_of(text), staff_in(text), CHILD.search(text) is not None
+            )
         return self._read[key]
 
     def passage_conflict(self, asked: Qualifiers, chunk: Chunk) -> str | None:
@@ -173,6 +187,15 @@ class ScopeChecker:
         if asked.population and population and asked.population != population:
             whom = "adults" if population == "adult" else "children"
             return f"{title} covers {whom} only, and the question is about {_whom(asked)}"
+        if (
+            asked.population == "child"
+            and population is None
+            and not asked.pregnant  # "after the baby is born" asks about the mother
+            and not self._document_scope(chunk).speaks_of_children
+        ):
+            return (
+                f"{title} does not say it covers children, and the question is about {_whom(asked)}"
+            )
         scope = " ".join((title, *chunk.heading_path))
         if asked.age_years is not None:
             why = _age_conflict(asked.age_years, scope, "years")
@@ -187,7 +210,7 @@ class ScopeChecker:
                 rf"\b(?:no|without|not)\s+(?:\w+\s+)?{re.escape(condition)}", heading, re.IGNORECASE
             ):
                 return f"{title}, section '{heading}': it is for patients with {condition}"
-        staff = self._document_scope(chunk)[1]
+        staff = self._document_scope(chunk).staff
         if asked.staff and staff and not asked.staff & staff:
             return (
                 f"{title} binds {', '.join(sorted(staff))}s, and the question asks about "
@@ -234,7 +257,7 @@ class ScopeChecker:
             why = _measure_conflict(asked.measures, claim)
             if why:
                 return why
-        for excluded in self._document_scope(chunk)[0]:
+        for excluded in self._document_scope(chunk).exclusions:
             if _names_exclusion(question, excluded) and excluded.lower() not in claim.lower():
                 return f"{chunk.metadata.title} is not to be used for {excluded}"
         if self._graph_exclusions is not None:

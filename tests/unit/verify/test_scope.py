@@ -25,7 +25,14 @@ def _chunk(doc_id: str, title: str, text: str, *headings: str) -> Chunk:
     )  # fmt: skip
 
 
-TEXTS = {"insulin": VRIII, "rota": ROTA, "chart": "", "formulary": "", "warfarin": ""}
+DECOLONISATION = (
+    "For a positive screen give mupirocin 2% nasal ointment three times a day for 5 days."
+)
+FEVER = "Infants under 3 months with a fever are seen by a registrar."
+TEXTS = {
+    "insulin": VRIII, "rota": ROTA, "chart": "", "formulary": "", "warfarin": "",
+    "mrsa": DECOLONISATION, "fever": FEVER, "haemorrhage": "",
+}  # fmt: skip
 checker = ScopeChecker(TEXTS.get)
 
 
@@ -34,6 +41,25 @@ def test_an_adult_formulary_does_not_answer_for_a_child() -> None:
     why = checker.passage_conflict(qualifiers_of("gentamicin dose for a 5-year-old"), chunk)
     assert why is not None and "adults only" in why
     assert checker.passage_conflict(qualifiers_of("gentamicin dose for an adult"), chunk) is None
+
+
+def test_a_document_that_never_names_children_does_not_answer_for_a_child() -> None:
+    """No population in its title or headings, and none in its text: written for
+    adults, so an adult regimen is not quoted for a neonate, however close its topic."""
+    chunk = _chunk("mrsa", "MRSA Decolonisation Procedure", DECOLONISATION, "Decolonisation")
+    why = checker.passage_conflict(qualifiers_of("MRSA decolonisation for neonates?"), chunk)
+    assert why == (
+        "MRSA Decolonisation Procedure does not say it covers children, and the question "
+        "is about a child"
+    )
+    assert checker.passage_conflict(qualifiers_of("MRSA decolonisation regimen?"), chunk) is None
+    # a document that speaks of children somewhere may answer for one
+    fever = _chunk("fever", "Fever Assessment", "Measure the temperature.", "Assessment")
+    assert checker.passage_conflict(qualifiers_of("fever in a 2-year-old"), fever) is None
+    # the baby of an obstetric question is not the patient asked about
+    birth = _chunk("haemorrhage", "Obstetric Haemorrhage", "Oxytocin 5 units IV.")
+    asked = qualifiers_of("which uterotonic once the baby is delivered in postpartum haemorrhage?")
+    assert checker.passage_conflict(asked, birth) is None
 
 
 def test_a_childrens_chart_does_not_answer_for_an_adult_and_shows_its_scope() -> None:
