@@ -10,8 +10,8 @@ used in Y" for the scope of passages, two entities for what one states about the
 and for the passages that name them all. A passage that merely names one entity of the
 question is what BM25 finds anyway, so the graph stays silent then, unless the question
 asks what a passage states of it (a contraindication, the scope of a protocol, the step
-that follows). A template that matches nothing adds nothing, and the graph hands the fusion a
-few chunks (``graph.candidates``), not a long tail.
+that follows). A template that matches nothing adds nothing, and the graph hands the
+fusion a few chunks (``graph.candidates``), not a long tail.
 """
 
 from __future__ import annotations

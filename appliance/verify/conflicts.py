@@ -1,12 +1,11 @@
 """Sources that disagree, found among the passages an answer was written from.
 
 Two documents may state incompatible facts about the same drug and condition: one
-doses it differently, or one gives it where the other says it must not be given, or
-that it is not for that condition. An
-answer that cites one of them must show the other beside it, with which prevails and
-why, never a merged figure. Statements come from the fact finder the knowledge graph
-uses (``nlp.clinical_facts``): from the graph when one runs, else read from the
-passages at answer time.
+doses it differently, or one gives it where the other says it must not be given or is
+not for that condition. An answer that cites one of them must show the other beside it,
+with which prevails and why, never a merged figure. Statements come from the fact
+finder the knowledge graph uses (``nlp.clinical_facts``): from the graph when one runs,
+else read from the passages at answer time.
 
 Not a conflict: two passages of one document, two versions of one document (the
 in-force filter already chose), or passages written for different populations.
