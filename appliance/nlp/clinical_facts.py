@@ -33,7 +33,7 @@ from appliance.records import (
 )
 
 TERMS_FILE = Path(__file__).with_name("clinical_terms.toml")
-EXTRACTOR_VERSION = "7"
+EXTRACTOR_VERSION = "8"
 """Bumped when extraction changes, so that ingestion rebuilds every document's graph."""
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -76,6 +76,8 @@ class ClinicalTerms:
     requirement_cues: tuple[str, ...]
     indication_words: frozenset[str]
     stopping_verbs: frozenset[str]
+    time_nouns: frozenset[str]
+    time_counted_from: frozenset[str]
 
     @classmethod
     def load(cls, path: Path = TERMS_FILE) -> ClinicalTerms:
@@ -104,6 +106,8 @@ class ClinicalTerms:
             requirement_cues=tuple(lang["requirement_cues"]),
             indication_words=frozenset(lang["indication_words"]),
             stopping_verbs=frozenset(lang["stopping_verbs"]),
+            time_nouns=frozenset(lang["time_nouns"]),
+            time_counted_from=frozenset(lang["time_counted_from"]),
         )
 
 
@@ -267,7 +271,9 @@ class ClinicalFactExtractor:
         self, text: str, inside: list[Mention], sentence: Any
     ) -> list[Relation]:
         relations: list[Relation] = []
-        targets = [m for m in inside if m.kind in _CONDITION_LIKE]
+        targets = [
+            m for m in inside if m.kind in _CONDITION_LIKE and not self._says_when(m, sentence)
+        ]
         for drug in (m for m in inside if m.kind == "drug"):
             dose = self._dose.match(text[drug.end : sentence.end_char])
             if dose is None:
@@ -297,6 +303,22 @@ class ClinicalFactExtractor:
                         Relation(kind, drug.key, target.key, sentence.start_char, sentence.end_char)
                     )
         return relations
+
+    def _says_when(self, condition: Mention, sentence: Any) -> bool:
+        """Whether the sentence names the condition only to count time from it:
+        "tranexamic acid 1 g IV within 3 hours of injury" is no dose for an injury. "At 5
+        minutes of seizure" counts the seizure's own length and is not this."""
+        span = sentence.doc.char_span(condition.start, condition.end, alignment_mode="expand")
+        if span is None:
+            return False
+        of = span.root.head
+        period = of.head
+        return (
+            span.root.dep_ == "pobj"
+            and of.lower_ == "of"
+            and period.lemma_.lower() in self._terms.time_nouns
+            and period.head.lower_ in self._terms.time_counted_from
+        )
 
     def _indication(self, drug: Mention, condition: Mention, sentence: Any) -> RelationKind | None:
         """What the sentence says of giving the drug for the condition, read from its parse:

@@ -90,6 +90,23 @@ def test_a_dose_keeps_amount_unit_route_and_frequency(extractor: ClinicalFactExt
     assert found.chunk.text[dose.start : dose.end].startswith("mupirocin 2%")
 
 
+def test_a_condition_that_only_says_when_is_not_what_the_dose_is_for(
+    extractor: ClinicalFactExtractor,
+) -> None:
+    when, what_for, lasting = facts(
+        extractor,
+        "Give tranexamic acid 1 g IV within 3 hours of injury, then 1 g over 8 hours.",
+        "Give tranexamic acid 1 g IV within 3 hours of birth in every postpartum haemorrhage.",
+        "Give lorazepam 0.1 mg/kg IV at 5 minutes of seizure.",
+    )
+    assert not [r for r in when.relations if r.kind == "DOSE_OF"]
+    doses = {(r.source, r.target) for r in what_for.relations if r.kind == "DOSE_OF"}
+    assert doses == {("tranexamic acid", "postpartum haemorrhage")}
+    # the seizure's own length: what the dose is for
+    doses = {(r.source, r.target) for r in lasting.relations if r.kind == "DOSE_OF"}
+    assert doses == {("lorazepam", "seizure")}
+
+
 def test_a_drug_named_before_an_exclusion_is_contraindicated(
     extractor: ClinicalFactExtractor,
 ) -> None:
