@@ -36,7 +36,7 @@ from appliance.ingest.parse_limits import ParseLimits
 from appliance.ingest.pipeline import Ingestor
 from appliance.ingest.preparation import DocumentPreparer
 from appliance.model_registry import ModelRegistry
-from appliance.nlp.clinical_facts import ClinicalFactExtractor
+from appliance.nlp.clinical_facts import ClinicalFactExtractor, ClinicalTerms
 from appliance.nlp.embedder import Embedder
 from appliance.nlp.neural_coreference import COREFERENCE_ROLE, FastcorefResolver
 from appliance.nlp.parse_graph import ParseGraphBuilder
@@ -213,7 +213,7 @@ class Appliance:
         close, stops) a llama.cpp server on loopback with the registry's GGUF model."""
         settings = self.settings.generator
         if settings.kind == "extractive":
-            return ExtractiveGenerator(self.embedder)
+            return ExtractiveGenerator(self.embedder, drugs_named=ClinicalTerms.load().drugs_named)
         if settings.kind == "llama-cpp":
             model_path = self.registry.load(settings.model_role)
             server = LlamaCppServer(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,6 +36,13 @@ _NEGATION = re.compile(
     r"\b(?:not|cannot|never|avoid|contraindicated|must not|should not|do not)\b|n't\b|\bcant\b",
     re.IGNORECASE,
 )
+_ASKS_FOR_A_DRUG = re.compile(
+    r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,3}?(?:drugs?|antibiotics?|medicines?|medications?|"
+    r"treatments?|therapy|agents?|antivirals?|analgesics?|anticoagulants?|uterotonics?)\b",
+    re.IGNORECASE,
+)
+"""A question whose answer is a drug: "which C. difficile treatment is used ...", "what
+is the first antibiotic for ..."."""
 _EXCEPTION = re.compile(r"\b(?:unless|except)\b", re.IGNORECASE)
 """How a document states when something is not done without a negation: "ergometrine
 500 micrograms IM, unless the woman has hypertension"."""
@@ -99,6 +107,7 @@ class ExtractiveGenerator:
         self,
         embedder: Embedder,
         *,
+        drugs_named: Callable[[str], set[str]] | None = None,
         max_sentences: int = 2,
         passages_used: int = 3,
         margin: float = 0.08,
@@ -107,6 +116,7 @@ class ExtractiveGenerator:
         name_bonus: float = 0.08,
     ) -> None:
         self._embedder = embedder
+        self._drugs_named = drugs_named
         self._max_sentences = max_sentences
         self._passages_used = passages_used
         self._margin = margin
@@ -150,6 +160,14 @@ class ExtractiveGenerator:
         prior = prior + self._name_bonus * np.array(
             [c.table is not None and any(n in c.quote.lower() for n in names) for c in options]
         )
+        if self._drugs_named is not None and _ASKS_FOR_A_DRUG.search(question):
+            # "Which treatment ...?" is answered by a sentence that names one the question
+            # does not, not by one that repeats its words ("the changes are the first
+            # antibiotic for penicillin allergy", "contact precautions for C. difficile").
+            asked_about = self._drugs_named(question)
+            prior = prior + self._name_bonus * np.array(
+                [bool(self._drugs_named(c.quote) - asked_about) for c in options]
+            )
         in_range = np.array([holds_number_asked(question, c.judged_text) for c in options])
         scores = similarity + prior + self._range_bonus * in_range
         # Where a row's range holds the number asked, the table's other rows are not

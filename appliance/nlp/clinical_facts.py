@@ -110,6 +110,20 @@ class ClinicalTerms:
             time_counted_from=frozenset(lang["time_counted_from"]),
         )
 
+    def drugs_named(self, text: str) -> set[str]:
+        """The drugs a text names, read from its words alone (no parse): the
+        vocabulary's names, and words with a drug's ending that are not look-alikes."""
+        lower = text.lower()
+        named = {
+            n for n in self.drug_names if re.search(rf"(?<![a-z]){re.escape(n)}(?![a-z])", lower)
+        }
+        for word in re.findall(r"[a-z]+", lower):
+            if word not in self.not_drugs and any(
+                word.endswith(s) and len(word) >= len(s) + 3 for s in self.drug_suffixes
+            ):
+                named.add(word)
+        return named
+
 
 class ClinicalFactExtractor:
     """Chunks to ``ChunkFacts``; questions to the entity keys the graph holds."""

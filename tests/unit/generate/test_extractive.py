@@ -10,6 +10,7 @@ from appliance.generate.extractive import (
     holds_number_asked,
 )
 from appliance.generate.quotable import candidates_of
+from appliance.nlp.clinical_facts import ClinicalTerms
 from appliance.nlp.embedder import Embedder
 from appliance.records import Chunk, DocumentMetadata
 
@@ -149,3 +150,22 @@ def test_a_question_about_when_not_is_answered_by_the_exception_that_names_it(
     quoted = [s.text for s in answer.sentences]
     assert any("unless the eGFR is below 30" in q for q in quoted)
     assert review not in quoted
+
+
+def test_a_question_asking_which_drug_is_answered_by_a_sentence_naming_one(
+    embedder: Embedder,
+) -> None:
+    """A sentence that repeats the question's words ("the first antibiotic for
+    meningitis") says nothing; the one that names a drug the question does not answers."""
+    changes = (
+        "The changes in this version are the first antibiotic for meningitis and the fluid volume."
+    )
+    dose = "For bacterial meningitis the first dose is now meropenem 2 g IV."
+    passages = [_passage(1, changes, ("Changes",)), _passage(2, dose, ("Antibiotics",))]
+    question = "What is the first antibiotic for meningitis?"
+    plain = ExtractiveGenerator(embedder, max_sentences=1)
+    assert [s.text for s in plain.generate(question, passages).sentences] == [changes]
+    reading_drugs = ExtractiveGenerator(
+        embedder, drugs_named=ClinicalTerms.load().drugs_named, max_sentences=1
+    )
+    assert [s.text for s in reading_drugs.generate(question, passages).sentences] == [dose]

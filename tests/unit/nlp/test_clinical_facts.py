@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from appliance.engines import Appliance
-from appliance.nlp.clinical_facts import ClinicalFactExtractor
+from appliance.nlp.clinical_facts import ClinicalFactExtractor, ClinicalTerms
 from appliance.records import ChunkFacts
 from tests.conftest import make_settings
 from tests.contract.suites import make_chunk
@@ -218,3 +218,12 @@ def test_numbered_steps_follow_one_another(extractor: ClinicalFactExtractor) -> 
     assert found.chunk.text[first.start : first.end].startswith("1. Measure serum lactate.")
     [prose] = facts(extractor, "Measure serum lactate, then take two sets of blood cultures.")
     assert not [r for r in prose.relations if r.kind == "NEXT_STEP"]
+
+
+def test_the_drugs_a_text_names_are_read_from_its_words() -> None:
+    terms = ClinicalTerms.load()
+    assert terms.drugs_named("Give tranexamic acid 1 g and aztreonam 2 g IV.") == {
+        "tranexamic acid", "aztreonam",
+    }  # fmt: skip
+    assert terms.drugs_named("a documented penicillin allergy") == {"penicillin"}
+    assert terms.drugs_named("Medicine is collected from the pharmacy at the side door.") == set()
