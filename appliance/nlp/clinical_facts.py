@@ -18,7 +18,7 @@ import tomllib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -114,15 +114,21 @@ class ClinicalTerms:
         """The drugs a text names, read from its words alone (no parse): the
         vocabulary's names, and words with a drug's ending that are not look-alikes."""
         lower = text.lower()
-        named = {
-            n for n in self.drug_names if re.search(rf"(?<![a-z]){re.escape(n)}(?![a-z])", lower)
-        }
+        named = set(_whole_words(self.drug_names).findall(lower))
         for word in re.findall(r"[a-z]+", lower):
             if word not in self.not_drugs and any(
                 word.endswith(s) and len(word) >= len(s) + 3 for s in self.drug_suffixes
             ):
                 named.add(word)
         return named
+
+
+@cache
+def _whole_words(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for all of ``phrases`` as whole words, compiled once per vocabulary:
+    longest first, so that "magnesium sulfate" is found rather than a shorter name in it."""
+    ordered = sorted(phrases, key=len, reverse=True)
+    return re.compile(rf"(?<![a-z])(?:{'|'.join(map(re.escape, ordered))})(?![a-z])")
 
 
 class ClinicalFactExtractor:
