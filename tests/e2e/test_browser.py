@@ -524,7 +524,9 @@ def test_the_administrator_uploads_with_details_sees_the_job_and_removes_the_doc
     admin.fill("#departments", "nursing")
     admin.select_option("#sensitivity", "internal")
     admin.click("#upload-button")
-    admin.locator("#jobs tr", has_text="linen.md: added").wait_for()
+    # the first upload starts the document reader, which loads its models: on a busy
+    # machine that alone can take most of Playwright's default 30 s
+    admin.locator("#jobs tr", has_text="linen.md: added").wait_for(timeout=120_000)
     row = admin.locator("#documents tr", has_text="linen-handling")
     row.wait_for()
     assert "Linen Handling" in row.inner_text() and "nursing" in row.inner_text()
