@@ -241,6 +241,12 @@ def train_generator(
     refusals: Annotated[
         float, typer.Option(min=0.0, max=0.9, help="Share of questions given others' passages.")
     ] = 0.2,
+    passages: Annotated[
+        int,
+        typer.Option(
+            min=2, max=20, help="Passages per example, the answer's among them (serving gives 5)."
+        ),
+    ] = 3,
     held_out: Annotated[int, typer.Option(min=0, help="Examples kept out to measure.")] = 24,
     base: Annotated[str, typer.Option(help="Registry role of the base GGUF model.")] = "llm-small",
     name: Annotated[str, typer.Option(help="Folder under the site model directory.")] = (
@@ -285,9 +291,9 @@ def train_generator(
     if not (medquad or pubmedqa or pools):
         raise fail("name training data: --medquad, --pubmedqa or --pool", code=2)
     rng = random.Random(seed)
-    streams = [medquad_sources(medquad, rng)] if medquad else []
-    streams += [pubmedqa_sources(pubmedqa, rng, pubmedqa_skip)] if pubmedqa else []
-    streams += [pool_sources(path, rng) for path in pools]
+    streams = [medquad_sources(medquad, rng, passages)] if medquad else []
+    streams += [pubmedqa_sources(pubmedqa, rng, pubmedqa_skip, passages)] if pubmedqa else []
+    streams += [pool_sources(path, rng, passages) for path in pools]
     sources = []
     for stream in streams:
         drawn = list(stream)

@@ -101,7 +101,13 @@ def excluded_questions(paths: Iterable[Path]) -> set[str]:
     return questions
 
 
-def medquad_sources(path: Path, rng: random.Random, distractors: int = 2) -> Iterator[Source]:
+PASSAGES = 3
+"""Passages per example by default: the answer's and others. Serving gives
+``retrieval.context_passages`` (5); three keep a CPU training step short."""
+
+
+def medquad_sources(path: Path, rng: random.Random, passages: int = PASSAGES) -> Iterator[Source]:
+    distractors = passages - 1
     pages = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
     sections = [
         (page, section) for page in pages for section in page["sections"]
@@ -129,20 +135,25 @@ def medquad_sources(path: Path, rng: random.Random, distractors: int = 2) -> Ite
         yield _shuffled("medquad", section["heading"], texts, claims, "none", rng)
 
 
-def pubmedqa_sources(path: Path, rng: random.Random, skip: int) -> Iterator[Source]:
+def pubmedqa_sources(
+    path: Path, rng: random.Random, skip: int, passages: int = PASSAGES
+) -> Iterator[Source]:
     for number, line in enumerate(path.open(encoding="utf-8")):
         if number < skip or not line.strip():
             continue
         item = json.loads(line)
         conclusion = clip(item["long_answer"])
         claims = sentences(conclusion)[:CLAIMS]
-        texts = [(c["label"].title(), clip(c["text"])) for c in item["contexts"]][:2]
+        texts = [(c["label"].title(), clip(c["text"])) for c in item["contexts"]][
+            : max(passages - 1, 1)
+        ]
         texts.append(("Conclusions", conclusion))
         decision = item["final_decision"] if asks_yes_or_no(item["question"]) else "none"
         yield _shuffled("pubmedqa", item["question"], texts, claims, decision, rng)
 
 
-def pool_sources(path: Path, rng: random.Random, distractors: int = 1) -> Iterator[Source]:
+def pool_sources(path: Path, rng: random.Random, passages: int = PASSAGES) -> Iterator[Source]:
+    """Up to three supporting passages, then others up to ``passages``, one at least."""
     for line in path.open(encoding="utf-8"):
         if not line.strip():
             continue
@@ -165,7 +176,7 @@ def pool_sources(path: Path, rng: random.Random, distractors: int = 1) -> Iterat
             claims.append(best)
         if not claims:
             continue
-        drawn = rng.sample(others, min(distractors, len(others), 4 - len(texts)))
+        drawn = rng.sample(others, min(max(passages - len(texts), 1), len(others)))
         texts += [(p["title"], clip(p["text"])) for p in drawn]
         decision = "none"
         if asks_yes_or_no(item["question"]):
@@ -176,9 +187,10 @@ def pool_sources(path: Path, rng: random.Random, distractors: int = 1) -> Iterat
 
 
 def refusal(source: Source, elsewhere: Sequence[Source], rng: random.Random) -> Source:
-    """The question with passages of other questions only: nothing answers it."""
+    """The question with passages of other questions only, as many as it had: nothing
+    answers it."""
     donors = rng.sample([s for s in elsewhere if s.question != source.question], 2)
-    texts = tuple(p for donor in donors for p in donor.passages)[:3]
+    texts = tuple(p for donor in donors for p in donor.passages)[: len(source.passages)]
     return Source(source.origin, source.question, texts, ())
 
 

@@ -144,3 +144,19 @@ def test_the_prompt_is_the_products_own() -> None:
     assert make_example(Source("test", "Is it?", (("Doc", "It is safe."),), ((0, "safe"),))) is None
     assert made.messages[1]["content"].endswith("Question: Is it safe?")
     assert json.loads(made.completion)["decision"] == "yes"
+
+
+def test_examples_can_carry_as_many_passages_as_serving_gives() -> None:
+    rng = random.Random(3)
+    medquad = DATA / "corpus" / "medquad_nih_patient_info.jsonl"
+    five = [s for _, s in zip(range(40), medquad_sources(medquad, rng, passages=5), strict=False)]
+    assert {len(s.passages) for s in five} == {5}
+    pubmedqa = DATA / "pubmedqa" / "pqa_l.jsonl"
+    papers = [s for _, s in zip(range(40), pubmedqa_sources(pubmedqa, rng, 350, 5), strict=False)]
+    assert max(len(s.passages) for s in papers) > 3  # the contexts that three would cut
+    pool = sorted((DATA / "rerank_train").glob("*.jsonl"))[0]
+    pooled = [s for _, s in zip(range(40), pool_sources(pool, rng, passages=5), strict=False)]
+    assert {len(s.passages) for s in pooled} == {5}
+    made = build_examples(five, exclude=set(), refusal_share=0.5, rng=rng)
+    refusals = [e for e in made if e.kind == "refusal"]
+    assert refusals and all(len(passages_of(e)) == 5 for e in refusals)
