@@ -131,8 +131,14 @@ class Appliance:
         return open_graph(self.settings)
 
     @cached_property
+    def clinical_terms(self) -> ClinicalTerms:
+        """The reviewed clinical vocabulary: the graph's entities, and the drugs the answer
+        path reads in questions and sentences."""
+        return ClinicalTerms.load()
+
+    @cached_property
     def fact_extractor(self) -> ClinicalFactExtractor:
-        return ClinicalFactExtractor(self.registry.load("spacy-vectors"))
+        return ClinicalFactExtractor(self.registry.load("spacy-vectors"), self.clinical_terms)
 
     @cached_property
     def preparer(self) -> DocumentPreparer:
@@ -213,7 +219,7 @@ class Appliance:
         close, stops) a llama.cpp server on loopback with the registry's GGUF model."""
         settings = self.settings.generator
         if settings.kind == "extractive":
-            return ExtractiveGenerator(self.embedder, drugs_named=ClinicalTerms.load().drugs_named)
+            return ExtractiveGenerator(self.embedder, drugs_named=self.clinical_terms.drugs_named)
         if settings.kind == "llama-cpp":
             model_path = self.registry.load(settings.model_role)
             server = LlamaCppServer(
@@ -266,6 +272,7 @@ class Appliance:
             relevance_floor=settings.relevance_floor,
             min_question_coverage=settings.min_question_coverage,
             context_passages=settings.context_passages,
+            drugs_named=self.clinical_terms.drugs_named,
         )  # fmt: skip
 
     @cached_property

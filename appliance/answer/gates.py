@@ -10,6 +10,7 @@ it measured into the answer's audit record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from appliance.understand import UnderstoodQuestion
 from appliance.verify.answerability import (
     NOT_IN_FORCE_MARGIN,
     dose_refusal,
+    drug_of_paragraph,
     in_force,
     iso_day,
     listed,
@@ -71,8 +73,10 @@ class AnswerGates:
         relevance_floor: float = 0.42,
         min_question_coverage: float = 0.5,
         context_passages: int = 5,
+        drugs_named: Callable[[str], set[str]] | None = None,
     ) -> None:
         self._query = query
+        self._drugs_named = drugs_named
         self._vectors = vectors
         self.terms = terms
         self.embedder = embedder
@@ -241,12 +245,25 @@ class AnswerGates:
         claim_vectors = self.embedder.embed(claim_texts)
         if float(np.max(claim_vectors @ question_vectors.T)) < self.relevance_floor:
             return Refusal("not-an-answer", NOT_AN_ANSWER)
-        no_dose = dose_refusal(
-            understood.asking or understood.focus,
-            [(s.text, t) for s, t in zip(claims, claim_texts, strict=True)],
-            coverage.names,
-        )
+        in_paragraphs = [
+            (s.text, self._in_its_paragraph(s, t, in_context))
+            for s, t in zip(claims, claim_texts, strict=True)
+        ]
+        no_dose = dose_refusal(understood.asking or understood.focus, in_paragraphs, coverage.names)
         return Refusal("no-dose", no_dose) if no_dose else None
+
+    def _in_its_paragraph(
+        self, claim: AnswerSentence, under_its_heading: str, in_context: dict[str, Chunk]
+    ) -> str:
+        """A claim under its heading, and after the drug its paragraph speaks of when it
+        names none itself (``drug_of_paragraph``)."""
+        if self._drugs_named is None:
+            return under_its_heading
+        citation = claim.citations[0]
+        drug = drug_of_paragraph(
+            citation.quote, in_context[citation.chunk_id].text, self._drugs_named
+        )
+        return f"{drug}: {under_its_heading}" if drug else under_its_heading
 
 
 def passage_text(chunk: Chunk) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -86,9 +86,9 @@ def dose_refusal(
     asking: str, claims: Sequence[tuple[str, str]], names: Sequence[str]
 ) -> str | None:
     """Why a dose question is not answered by these claims, each ``(sentence, the
-    sentence under its heading)``, or None: a dose is an answer only for the drug asked
+    sentence in its context)``, or None: a dose is an answer only for the drug asked
     about ("linezolid" asked, the beta-lactam rows found), so a sentence must give a dose
-    and name the drug, in itself or its heading."""
+    and name the drug, in itself or its context (its heading, and ``drug_of_paragraph``)."""
     if not _ASKS_DOSE.search(asking):
         return None
     lowered = [n.lower() for n in names]
@@ -97,6 +97,24 @@ def dose_refusal(
         return None
     what = f" of {listed(names)}" if names else ""
     return f"the documents found give no dose{what} for this"
+
+
+def drug_of_paragraph(
+    quote: str, chunk_text: str, drugs_named: Callable[[str], set[str]]
+) -> str | None:
+    """The drug a sentence that names none speaks of: the one drug its paragraph named
+    before it ("Give enoxaparin 40 mg once a day. ... For patients weighing more than
+    150 kg give 40 mg twice a day."). None when the sentence names a drug itself, when it
+    opens its paragraph, line or table row, or when the text before it names two drugs
+    or none (then which one is not known)."""
+    if drugs_named(quote):
+        return None
+    at = chunk_text.find(quote)
+    if at <= 0:
+        return None
+    before = chunk_text[:at].rpartition("\n")[2]
+    named = drugs_named(before)
+    return next(iter(named)) if len(named) == 1 else None
 
 
 def unanswered_parts(

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from appliance.nlp.clinical_facts import ClinicalTerms
 from appliance.records import Chunk, DocumentMetadata
-from appliance.verify.answerability import dose_refusal, in_force, listed, not_in_force_reason
+from appliance.verify.answerability import (
+    dose_refusal,
+    drug_of_paragraph,
+    in_force,
+    listed,
+    not_in_force_reason,
+)
 
 ROW = "| Meropenem | 1 g IV every 8 hours |"
 
@@ -41,3 +48,31 @@ def test_a_document_not_in_force_is_named_with_its_dates() -> None:
     assert "comes into force on 2027-01-01" in not_in_force_reason(future, today)
     old = _chunk(dt.date(2023, 1, 1), dt.date(2025, 3, 1), "switch-v3")
     assert "was in force until 2025-03-01, replaced by switch-v3" in not_in_force_reason(old, today)
+
+
+def test_a_dose_sentence_that_names_no_drug_speaks_of_its_paragraphs_drug() -> None:
+    terms = ClinicalTerms.load()
+    text = (
+        "## Prophylaxis\n"
+        "Give dalteparin 5,000 units once a day. Check platelets on day 5. "
+        "For patients weighing more than 120 kg give 7,500 units once a day.\n"
+        "For patients on warfarin give 7,500 units."
+    )
+    heavy = "For patients weighing more than 120 kg give 7,500 units once a day."
+    assert drug_of_paragraph(heavy, text, terms.drugs_named) == "dalteparin"
+    asked = "What dose of dalteparin for a patient of 130 kg?"
+    assert dose_refusal(asked, [(heavy, heavy)], ["dalteparin"]) is not None  # before
+    assert dose_refusal(asked, [(heavy, f"dalteparin: {heavy}")], ["dalteparin"]) is None
+    # a sentence that names a drug itself is about that drug, whatever came before
+    assert (
+        drug_of_paragraph("For patients on warfarin give 7,500 units.", text, terms.drugs_named)
+        is None
+    )
+    # a new line is a new paragraph: nothing before it in its own
+    assert (
+        drug_of_paragraph("Give dalteparin 5,000 units once a day.", text, terms.drugs_named)
+        is None
+    )
+    # two drugs before it: which one is not known
+    two = "Give dalteparin or enoxaparin as the ward stocks. For patients over 120 kg give more."
+    assert drug_of_paragraph("For patients over 120 kg give more.", two, terms.drugs_named) is None
