@@ -95,8 +95,8 @@ class SharedEmbedding:
     Blocks are taken longest texts first (little padding in a block, and the short blocks
     at the end even out when the threads finish). Inside ``threads_split`` each thread's
     encoder uses its share of torch's threads instead of all of them: with two threads on
-    two cores, 1,783 MedQuAD chunks were read in 66 s against 81 s with torch's default
-    (``benchmarks/graph_scale.py --ingestion-only``)."""
+    two cores, 1,783 MedQuAD chunks were read and written in 66 s against 81 s before
+    (docs/figures.md, "The graph at 10,000 and 100,000 chunks")."""
 
     def __init__(self, embedder: Embedder, texts: list[str]) -> None:
         self._embedder = embedder
