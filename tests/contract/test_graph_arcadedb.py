@@ -3,13 +3,19 @@ appliance as a child process, spoken to over Bolt."""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from neo4j import Driver, GraphDatabase
 
-from appliance.index.arcadedb_server import DATABASE, USER, ArcadeDbServer
+from appliance.index.arcadedb_server import DATABASE, USER, ArcadeDbServer, GraphServerFailed
 from tests.contract.graph_suite import GraphStoreContract
 
 
@@ -43,3 +49,57 @@ def test_the_embedded_server_listens_on_loopback_only(server: ArcadeDbServer) ->
     }
     assert listening and listening <= {"127.0.0.1", "::ffff:127.0.0.1"}
     assert (server.directory / "root-password").stat().st_mode & 0o077 == 0
+
+
+def test_a_second_server_on_the_same_directory_names_the_one_that_holds_it(
+    server: ArcadeDbServer,
+) -> None:
+    second = ArcadeDbServer(server.directory, heap_mb=256)
+    with pytest.raises(GraphServerFailed, match="held by its graph server") as failure:
+        second.start()
+    assert f"pid {server.process_id}" in str(failure.value)
+    assert f"appliance process {os.getpid()}" in str(failure.value)
+    assert not second.running and server.running
+
+
+def test_a_restart_after_the_appliance_was_killed_waits_for_its_server_to_close(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The killed appliance's server is sent SIGTERM and closes the database; the next
+    appliance on the directory starts once it has, with what the first one wrote. The
+    old server is held stopped (SIGSTOP) through the kill, so that it is certainly still
+    closing when the new one starts."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "written"
+    old_server = int((tmp_path / "server.pid").read_text().split()[0])
+    os.kill(old_server, signal.SIGSTOP)
+    holder.kill()
+    holder.wait()
+    threading.Timer(3.0, os.kill, (old_server, signal.SIGCONT)).start()
+    with caplog.at_level(logging.INFO, logger="appliance.index.arcadedb_server"):
+        server = ArcadeDbServer(tmp_path, heap_mb=256).start()
+    try:
+        assert "still closing the database" in caplog.text
+        with GraphDatabase.driver(server.url, auth=(USER, server.password())) as driver:
+            records, _, _ = driver.execute_query(
+                "MATCH (n:Probe) RETURN n.name AS name", database_=DATABASE
+            )
+        assert [r["name"] for r in records] == ["written before the kill"]
+    finally:
+        server.stop()
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from neo4j import GraphDatabase
+from appliance.index.arcadedb_server import DATABASE, USER, ArcadeDbServer
+server = ArcadeDbServer(Path(sys.argv[1]), heap_mb=256).start()
+with GraphDatabase.driver(server.url, auth=(USER, server.password())) as driver:
+    driver.execute_query("CREATE (:Probe {name: 'written before the kill'})", database_=DATABASE)
+print("written", flush=True)
+time.sleep(600)
+"""
