@@ -120,6 +120,9 @@ def demo(
     if not serve_ui:
         return
     settings = Settings()
+    # the port the operator's commands send their work to while the demo serves
+    listening = settings.services.model_copy(update={"host": "127.0.0.1", "port": port})
+    settings = settings.model_copy(update={"services": listening})
     if settings.services.secure_cookies:
         errors.print("cookies are marked Secure; browsers accept that on http://127.0.0.1")
     console.print(f"\nserving on http://127.0.0.1:{port} (Ctrl-C stops)")

@@ -11,9 +11,10 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from appliance.owner import current
-from tests.conftest import SAMPLE_CORPUS
+from tests.conftest import SAMPLE_CORPUS, SLOW, free_port, wait_until_answers
 from tests.e2e.service import BIN, environment, prepare_data, running_service
 
 
@@ -69,3 +70,24 @@ def test_without_a_service_the_command_opens_the_stores_itself(tmp_path: Path) -
     ingested = run(["ingest", str(SAMPLE_CORPUS / "hand-hygiene-policy.md")], tmp_path / "data")
     assert ingested.returncode == 0, ingested.stderr
     assert "holds the stores" not in ingested.stderr and "1 added" in ingested.stdout
+
+
+@pytest.mark.skipif(not SLOW, reason="slow mode (APPLIANCE_SLOW_TESTS=1): the whole demo")
+def test_while_the_demo_serves_a_command_goes_through_it(tmp_path: Path) -> None:
+    """The README's first command: the demo ingests, answers, then serves on the port it
+    was given, and the operator's search finds it there."""
+    data = tmp_path / "data"
+    port = free_port()
+    demo = subprocess.Popen(
+        [str(BIN / "appliance-web"), "demo", "--port", str(port)], env=environment(data),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until_answers(f"http://127.0.0.1:{port}/ready", attempts=3000)
+        found = run(["search", "alcohol gel hand rub", "--user", "dr-okafor", "--json"], data)
+        assert found.returncode == 0, found.stderr
+        assert "holds the stores" in found.stderr
+        assert json.loads(found.stdout)["results"][0]["doc_id"] == "hand-hygiene-policy"
+    finally:
+        demo.terminate()
+        demo.wait(timeout=90)
