@@ -116,11 +116,17 @@ class ClinicalTerms:
         lower = text.lower()
         named = set(_whole_words(self.drug_names).findall(lower))
         for word in re.findall(r"[a-z]+", lower):
-            if word not in self.not_drugs and any(
-                word.endswith(s) and len(word) >= len(s) + 3 for s in self.drug_suffixes
-            ):
+            if word not in self.not_drugs and self.has_drug_ending(word):
                 named.add(word)
         return named
+
+    def has_drug_ending(self, word: str) -> bool:
+        """Whether a lower-case word ends as a drug's name does, with a stem of at least
+        three letters before the ending. Most words have none of the endings: one
+        ``str.endswith`` of them all says so before any length is compared."""
+        return word.endswith(self.drug_suffixes) and any(
+            word.endswith(s) and len(word) >= len(s) + 3 for s in self.drug_suffixes
+        )
 
 
 @cache
@@ -446,11 +452,7 @@ class ClinicalFactExtractor:
         lower = token.text.lower()
         if token.pos_ not in ("NOUN", "PROPN", "ADJ") or not lower.isalpha():
             return False
-        if lower in self._terms.not_drugs:
-            return False
-        return any(
-            lower.endswith(s) and len(lower) >= len(s) + 3 for s in self._terms.drug_suffixes
-        )
+        return lower not in self._terms.not_drugs and self._terms.has_drug_ending(lower)
 
     def _kind_of_head(self, head: Any) -> EntityKind | None:
         lemma = head.lemma_.lower()
