@@ -172,9 +172,19 @@ def docs_list(
 
 
 @docs_app.command("rebuild-stores")
-def docs_rebuild_stores() -> None:
-    """Write every chunk the catalog holds into both stores again (a store server that
-    lost its index, or a new one): documents are not read again, only embedded."""
+def docs_rebuild_stores(
+    only_behind: Annotated[
+        bool,
+        typer.Option(
+            "--only-behind",
+            help="Only when a store does not hold the catalog's chunks (a store turned on "
+            "by an upgrade or a setting): what an upgrade runs.",
+        ),
+    ] = False,
+) -> None:
+    """Write every chunk the catalog holds into every store again (a store server that
+    lost its index, a new one, the knowledge graph turned on): documents are not read
+    again, only embedded (and their facts extracted, with a knowledge graph)."""
     service = running_service()
     if service is not None:
         service.close()
@@ -184,6 +194,16 @@ def docs_rebuild_stores() -> None:
             code=2,
         )
     with open_appliance() as appliance:
+        if only_behind:
+            vouched = appliance.catalog.chunk_count()
+            counts = appliance.store_counts()
+            if all(n == vouched for n in counts.values()):
+                console.print(
+                    f"{', '.join(counts)} each hold the catalog's {vouched} chunks: "
+                    "nothing to rebuild"
+                )
+                return
+            console.print(f"the catalog vouches for {vouched} chunks; the stores hold {counts}")
         documents = [r for r in appliance.catalog.documents() if r.state == "indexed"]
         with progress_display(
             errors, TextColumn("[bold]rebuilding"), BarColumn(), MofNCompleteColumn(),
@@ -193,10 +213,10 @@ def docs_rebuild_stores() -> None:
             written = appliance.ingestor.rebuild_stores(
                 lambda _doc_id: progress.update(task, advance=1)
             )
-        lexical, vectors = appliance.lexical.count(), appliance.vectors.count()
+        counts = appliance.store_counts()
     console.print(
-        f"{len(documents)} documents, {written} chunks written; "
-        f"the lexical store holds {lexical}, the vector store {vectors}"
+        f"{len(documents)} documents, {written} chunks written; the stores now hold "
+        + ", ".join(f"{n} ({store})" for store, n in counts.items())
     )
 
 

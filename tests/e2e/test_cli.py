@@ -390,3 +390,22 @@ def test_ask_prints_whom_the_answer_covers_and_how_the_question_was_read(
     text = " ".join(result.output.split())
     assert "For adults:" in text and "Meropenem" in text
     assert "read as: usual dose of meropenem for a patient on the ward" in text
+
+
+def test_turning_the_graph_on_fills_it_from_the_catalog_once(
+    corpus_copy: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade from a release without the knowledge graph: the catalog's chunks go
+    into the new graph (what the upgrade runs), and a second run has nothing to do."""
+    monkeypatch.setenv("APPLIANCE_GRAPH__ENGINE", "none")
+    assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
+    unchanged = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
+    assert unchanged.exit_code == 0 and "nothing to rebuild" in said(unchanged), unchanged.output
+
+    monkeypatch.setenv("APPLIANCE_GRAPH__ENGINE", "arcadedb")
+    filled = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
+    assert filled.exit_code == 0, filled.output
+    assert "'graph': 0" in said(filled) and "5 documents" in said(filled)
+    again = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
+    assert again.exit_code == 0 and "nothing to rebuild" in said(again), again.output
+    assert "lexical, vectors, graph each hold" in said(again)
