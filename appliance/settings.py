@@ -180,9 +180,10 @@ class GraphSettings(_Group):
     """Which engine holds the knowledge graph (entities and dated relations of chunks),
     the third retriever of the fusion."""
 
-    engine: Literal["none", "arcadedb", "neo4j"] = "none"
-    """``none``: no graph (retrieval fuses BM25 and vectors); ``arcadedb``: an embedded
-    Bolt server the appliance starts; ``neo4j``: a Neo4j server."""
+    engine: Literal["none", "arcadedb", "neo4j"] = "arcadedb"
+    """``arcadedb`` (the default): an embedded Bolt server the appliance starts, one
+    process per data directory; ``neo4j``: a Neo4j server (for several workers);
+    ``none``: no graph (retrieval fuses BM25 and vectors)."""
     arcadedb: ArcadeDbSettings = Field(default_factory=ArcadeDbSettings)
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     candidates: int = Field(10, gt=0)

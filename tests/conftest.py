@@ -19,6 +19,11 @@ SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "appliance" / "sample_c
 SAMPLE_SUBJECTS = SAMPLE_CORPUS.parent / "subjects.toml"
 SLOW = os.environ.get("APPLIANCE_SLOW_TESTS") == "1"
 
+# Tests run without the knowledge graph unless they ask for it: with the product's
+# default, every appliance a test builds would start its own ArcadeDB (a JVM). The
+# end-to-end and browser services run the product's default (see tests/e2e/service.py).
+os.environ.setdefault("APPLIANCE_GRAPH__ENGINE", "none")
+
 SAMPLE_READER = Subject(
     user_id="test-reader",
     roles=("department_head",),

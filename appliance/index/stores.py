@@ -132,6 +132,8 @@ def single_process_reason(settings: Settings) -> str | None:
         return "the embedded vector store (qdrant-edge) admits one process; set vectors.engine"
     if settings.vectors.qdrant.url is None:
         return "qdrant-client's local mode admits one process; set vectors.qdrant.url"
+    if settings.graph.engine == "arcadedb":
+        return "the embedded graph server (ArcadeDB) admits one process; set graph.engine"
     return None
 
 

@@ -31,8 +31,10 @@ def prepare_data(data: Path, password: str | None = None) -> None:
 
 
 def environment(data: Path) -> dict[str, str]:
-    """What the service and the operator's commands run with (plain HTTP on loopback)."""
-    return {**os.environ, "APPLIANCE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1",
+    """What the service and the operator's commands run with (plain HTTP on loopback),
+    otherwise the product's defaults: the embedded graph server included."""
+    shipped = {k: v for k, v in os.environ.items() if k != "APPLIANCE_GRAPH__ENGINE"}
+    return {**shipped, "APPLIANCE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1",
             "APPLIANCE_SERVICES__SECURE_COOKIES": "false"}  # fmt: skip
 
 

@@ -57,7 +57,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # sent to a witness directory, so the compliance page has one to show.
     witness = AuditSettings(witness_dir=data.parent / "witness", checkpoint_seconds=1.0)
     # Every test signs in afresh, more often than a person would in a minute.
-    settings = make_settings(data, audit=witness, services={"login_per_minute": 100})
+    # The knowledge graph as shipped: the embedded ArcadeDB.
+    settings = make_settings(
+        data, audit=witness, services={"login_per_minute": 100}, graph={"engine": "arcadedb"}
+    )
     with Appliance(settings) as appliance:
         assert not appliance.ingestor.ingest([SAMPLE_CORPUS, DISAGREEING_POLICY]).failed
     port = free_port()

@@ -117,3 +117,14 @@ def test_more_than_one_worker_on_the_embedded_stores_is_refused(tmp_path: Path) 
     )
     assert result.exit_code == 2
     assert "tantivy" in result.output and "admits one process" in result.output
+
+
+def test_more_than_one_worker_with_the_embedded_graph_is_refused(tmp_path: Path) -> None:
+    """Store servers for BM25 and vectors are not enough: the graph's embedded server
+    locks its database too, so several workers need Neo4j (or no graph)."""
+    servers = {"APPLIANCE_DATA_DIR": str(tmp_path), "APPLIANCE_GRAPH__ENGINE": "arcadedb",
+               "APPLIANCE_LEXICAL__ENGINE": "opensearch", "APPLIANCE_VECTORS__ENGINE": "qdrant",
+               "APPLIANCE_VECTORS__QDRANT__URL": "http://127.0.0.1:1"}  # fmt: skip
+    result = CliRunner().invoke(web_cli, ["serve", "--workers", "2"], env=servers)
+    assert result.exit_code == 2
+    assert "ArcadeDB" in result.output and "set graph.engine" in result.output

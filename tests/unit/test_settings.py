@@ -9,9 +9,11 @@ from appliance.settings import Settings
 def test_defaults_need_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
     monkeypatch.delenv("APPLIANCE_DATA_DIR", raising=False)
+    monkeypatch.delenv("APPLIANCE_GRAPH__ENGINE", raising=False)
     settings = Settings()
     assert settings.data_dir.is_absolute()
     assert settings.lexical.engine == "tantivy" and settings.vectors.engine == "qdrant-edge"
+    assert settings.graph.engine == "arcadedb"
     assert settings.shipped_policy.is_file() and settings.ward_language.is_file()
     assert settings.retrieval.rrf_k == 60
 
