@@ -373,6 +373,12 @@ class Appliance:
             counts["graph"] = self.knowledge_graph.count()
         return counts
 
+    def stores_behind(self) -> dict[str, int]:
+        """The stores that do not hold the chunks the catalog vouches for, with what
+        they hold (none: every store agrees with the catalog)."""
+        vouched = self.catalog.chunk_count()
+        return {store: n for store, n in self.store_counts().items() if n != vouched}
+
     def vocabulary(self) -> Vocabulary:
         """The roles and departments the site has now (policy, users, documents): what a
         change to the users or the policy may name without saying it is new."""

@@ -196,14 +196,14 @@ def docs_rebuild_stores(
     with open_appliance() as appliance:
         if only_behind:
             vouched = appliance.catalog.chunk_count()
-            counts = appliance.store_counts()
-            if all(n == vouched for n in counts.values()):
-                console.print(
-                    f"{', '.join(counts)} each hold the catalog's {vouched} chunks: "
-                    "nothing to rebuild"
+            if not (behind := appliance.stores_behind()):
+                stores = ", ".join(appliance.store_counts())
+                console.print(  # one line: the upgrade reads it
+                    f"{stores} each hold the catalog's {vouched} chunks: nothing to do",
+                    soft_wrap=True,
                 )
                 return
-            console.print(f"the catalog vouches for {vouched} chunks; the stores hold {counts}")
+            console.print(f"the catalog vouches for {vouched} chunks; behind it: {behind}")
         documents = [r for r in appliance.catalog.documents() if r.state == "indexed"]
         with progress_display(
             errors, TextColumn("[bold]rebuilding"), BarColumn(), MofNCompleteColumn(),

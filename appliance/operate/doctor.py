@@ -108,14 +108,12 @@ def _stores(appliance: Appliance, held_by: int | None) -> tuple[Status, str]:
     if held_by is not None:
         return "ok", f"held by the web service (pid {held_by}); its /ready counts them"
     vouched = appliance.catalog.chunk_count()
-    counts = appliance.store_counts()
-    behind = {store: n for store, n in counts.items() if n != vouched}
-    if behind:
+    if behind := appliance.stores_behind():
         return "fail", (
             f"the catalog vouches for {vouched} chunks but {behind}; "
             "run 'appliance docs rebuild-stores'"
         )
-    return "ok", f"{', '.join(counts)} each hold the catalog's {vouched} chunks"
+    return "ok", f"{', '.join(appliance.store_counts())} each hold the catalog's {vouched} chunks"
 
 
 def _audit(settings: Settings) -> tuple[Status, str]:

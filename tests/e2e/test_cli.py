@@ -400,12 +400,12 @@ def test_turning_the_graph_on_fills_it_from_the_catalog_once(
     monkeypatch.setenv("APPLIANCE_GRAPH__ENGINE", "none")
     assert runner.invoke(app, ["ingest", str(corpus_copy)]).exit_code == 0
     unchanged = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
-    assert unchanged.exit_code == 0 and "nothing to rebuild" in said(unchanged), unchanged.output
+    assert unchanged.exit_code == 0 and "nothing to do" in said(unchanged), unchanged.output
 
     monkeypatch.setenv("APPLIANCE_GRAPH__ENGINE", "arcadedb")
     filled = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
     assert filled.exit_code == 0, filled.output
     assert "'graph': 0" in said(filled) and "5 documents" in said(filled)
     again = runner.invoke(app, ["docs", "rebuild-stores", "--only-behind"])
-    assert again.exit_code == 0 and "nothing to rebuild" in said(again), again.output
+    assert again.exit_code == 0 and "nothing to do" in said(again), again.output
     assert "lexical, vectors, graph each hold" in said(again)
