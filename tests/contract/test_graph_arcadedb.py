@@ -3,6 +3,7 @@ appliance as a child process, spoken to over Bolt."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -49,6 +50,10 @@ def test_the_embedded_server_listens_on_loopback_only(server: ArcadeDbServer) ->
     }
     assert listening and listening <= {"127.0.0.1", "::ffff:127.0.0.1"}
     assert (server.directory / "root-password").stat().st_mode & 0o077 == 0
+    # ArcadeDB also loads its MCP plugin (an endpoint for LLM agents on the HTTP
+    # listener): it must stay off, as the wheel's default configuration has it.
+    mcp = json.loads((server.directory / "config" / "mcp-config.json").read_text())
+    assert mcp["enabled"] is False
 
 
 def test_a_second_server_on_the_same_directory_names_the_one_that_holds_it(
