@@ -64,6 +64,9 @@ _ABSENT = re.compile(
 _NOT_A_CONDITION = frozenset([
     "longer", "more", "less", "further", "other", "need", "needs", "needed", "known", "iv",
     "access", "improvement", "response", "change", "history",
+    # determiners long enough to pass for a word ("without their consent" names no
+    # condition; "the", "his" and "her" are too short to be read as one)
+    "their", "this", "that", "these", "those", "your", "them", "such", "some", "each",
 ])  # fmt: skip
 
 

@@ -165,6 +165,7 @@ def test_a_question_that_asks_two_things_has_two_parts() -> None:
         ("Pregnant woman at 30 weeks", {"population": "adult", "pregnant": True}),
         ("Longest shift for nurses on the rota?", {"staff": ["nurse"]}),
         ("stroke, last known well 5 hours ago", {}),
+        ("Can the source patient be tested without their consent?", {}),
     ],
 )
 def test_qualifiers_of_a_question(question: str, expected: dict[str, object]) -> None:
