@@ -9,8 +9,9 @@ and sign-in limits are raised for the run (it measures capacity, not the limiter
 ``--workers 1 2`` runs the service once per count, side by side in one run. More than one
 worker needs the store servers, named in the environment as for the appliance itself
 (``APPLIANCE_LEXICAL__ENGINE=opensearch``, ``APPLIANCE_VECTORS__ENGINE=qdrant`` and
-``APPLIANCE_VECTORS__QDRANT__URL``); on the embedded stores the service refuses, and the
-row says so.
+``APPLIANCE_VECTORS__QDRANT__URL``) and a graph other than the embedded one
+(``APPLIANCE_GRAPH__ENGINE=neo4j`` or ``none``, for every row alike); on the embedded
+stores the service refuses, and the row says so.
 
     .venv/bin/python benchmarks/load_services.py [--clients 20] [--seconds 120] [--workers 1 2]
 """
