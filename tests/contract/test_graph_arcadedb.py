@@ -3,13 +3,13 @@ appliance as a child process, spoken to over Bolt."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,8 +72,8 @@ def test_a_restart_after_the_appliance_was_killed_waits_for_its_server_to_close(
 ) -> None:
     """The killed appliance's server is sent SIGTERM and closes the database; the next
     appliance on the directory starts once it has, with what the first one wrote. The
-    old server is held stopped (SIGSTOP) through the kill, so that it is certainly still
-    closing when the new one starts."""
+    old server is held stopped (SIGSTOP) through the kill, and let go on only once the
+    new one says it waits for it, so that it is certainly still closing then."""
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
@@ -83,11 +83,17 @@ def test_a_restart_after_the_appliance_was_killed_waits_for_its_server_to_close(
     os.kill(old_server, signal.SIGSTOP)
     holder.kill()
     holder.wait()
-    threading.Timer(3.0, os.kill, (old_server, signal.SIGCONT)).start()
-    with caplog.at_level(logging.INFO, logger="appliance.index.arcadedb_server"):
-        server = ArcadeDbServer(tmp_path, heap_mb=256).start()
+    waiting = ResumeWhenWaitedFor(old_server)
+    logging.getLogger("appliance.index.arcadedb_server").addHandler(waiting)
     try:
-        assert "still closing the database" in caplog.text
+        with caplog.at_level(logging.INFO, logger="appliance.index.arcadedb_server"):
+            server = ArcadeDbServer(tmp_path, heap_mb=256).start()
+    finally:
+        logging.getLogger("appliance.index.arcadedb_server").removeHandler(waiting)
+        with contextlib.suppress(ProcessLookupError):  # whatever happened, it may end
+            os.kill(old_server, signal.SIGCONT)
+    try:
+        assert waiting.resumed
         with GraphDatabase.driver(server.url, auth=(USER, server.password())) as driver:
             records, _, _ = driver.execute_query(
                 "MATCH (n:Probe) RETURN n.name AS name", database_=DATABASE
@@ -95,6 +101,20 @@ def test_a_restart_after_the_appliance_was_killed_waits_for_its_server_to_close(
         assert [r["name"] for r in records] == ["written before the kill"]
     finally:
         server.stop()
+
+
+class ResumeWhenWaitedFor(logging.Handler):
+    """Lets the stopped server go on when the new one logs that it waits for it."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(logging.INFO)
+        self.pid = pid
+        self.resumed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "still closing the database" in record.getMessage():
+            self.resumed = True
+            os.kill(self.pid, signal.SIGCONT)
 
 
 HOLDER = """
