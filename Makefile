@@ -25,15 +25,20 @@ $(VENV)/.installed: pyproject.toml
 		-r requirements-no-deps.txt
 	touch $@
 
-# The llama.cpp server compiles from source whenever this step runs (about 10 minutes on
-# 2 cores): --reinstall-package makes a venv that holds an earlier native build take this
-# one. Portable instruction sets (AVX2, FMA, F16C), not the build machine's own: on Xeons
-# with AMX, ggml's AMX kernels crash the server (SIGSEGV in ggml_backend_amx_mul_mat,
+# The llama.cpp server compiles from source (about 10 minutes on 2 cores) with portable
+# instruction sets (AVX2, FMA, F16C), not the build machine's own: on Xeons with AMX,
+# ggml's AMX kernels crash the server (SIGSEGV in ggml_backend_amx_mul_mat,
 # llama-cpp-python 0.3.36), and an appliance's wheel is built once and installed on other
-# machines.
+# machines. uv's cache keys the built wheel by these build settings, and an install of
+# the pinned version alone (--no-deps) takes it from there in seconds; resolving it with
+# its dependencies revalidates the source archive and compiles again, as would a
+# reinstall. The uninstall first makes a venv that holds an earlier native build take it.
 LLAMA_CPP_BUILD := --config-settings-package llama-cpp-python:cmake.define.GGML_NATIVE=OFF
+LLAMA_CPP := $(shell sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
 $(VENV)/.installed-llm: $(VENV)/.installed Makefile
-	$(UV_INSTALL) $(LLAMA_CPP_BUILD) --reinstall-package llama-cpp-python -e '.[llm]'
+	$(UV) pip uninstall --python $(BIN)/python llama-cpp-python 2>/dev/null || true
+	$(UV_INSTALL) $(LLAMA_CPP_BUILD) --no-deps llama-cpp-python==$(LLAMA_CPP)
+	$(UV_INSTALL) -e '.[llm]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-llm
