@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -12,9 +13,12 @@ from rich.table import Table
 
 from appliance.cli.common import GeneratorKind, console, errors, fail, open_appliance
 from appliance.cli.progress import progress_display
+from appliance.cli.running_service import running_service
+
+if TYPE_CHECKING:
+    from appliance.eval.golden import GoldenReport
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_corpus"
 
 
 def evaluate_golden(
@@ -32,27 +36,19 @@ def evaluate_golden(
 ) -> None:
     """Ask every golden question through the whole answer path; report the figures as
     Markdown, JSON and a chart; exit 1 when a release gate fails."""
-    from appliance.eval.golden import check_gates, evaluate, latency
+    from appliance.eval.golden import check_gates, latency
     from appliance.eval.report import write_golden_report
 
-    with open_appliance(generator.value if generator else None) as appliance:
-        if not appliance.catalog.documents():
-            raise fail(
-                f"no documents in {appliance.settings.data_dir}: ingest the corpus the golden "
-                "set is about first (for the sample set: appliance ingest "
-                f"{SAMPLE_DIR})",
-                code=2,
-            )
-        with progress_display(
-            errors, TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        ) as progress:  # fmt: skip
-            task = progress.add_task("golden questions", total=None)
-            report = evaluate(
-                appliance,
-                golden,
-                lambda done, total: progress.update(task, completed=done, total=total),
-            )
+    with progress_display(
+        errors, TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ) as progress:  # fmt: skip
+        task = progress.add_task("golden questions", total=None)
+        report = _evaluated(
+            golden,
+            generator.value if generator else None,
+            lambda done, total: progress.update(task, completed=done, total=total),
+        )
     failed = check_gates(report, gates)
     for problem in report.failures:
         errors.print(f"[yellow]warning:[/yellow] {escape(problem)}")
@@ -76,3 +72,31 @@ def evaluate_golden(
         errors.print(f"[red]gate failed:[/red] {problem}")
     if failed:
         raise typer.Exit(code=1)
+
+
+def _evaluated(
+    golden: Path, generator: str | None, progress: Callable[[int, int], None]
+) -> GoldenReport:
+    """The golden set's report: asked by the running service when it holds the stores
+    (its questions go on between the evaluation's), else here."""
+    from appliance.eval.golden import GoldenReport, NoDocuments, evaluate
+
+    service = running_service()
+    if service is None:
+        with open_appliance(generator) as appliance:
+            try:
+                return evaluate(appliance, golden, progress)
+            except NoDocuments as error:
+                raise fail(str(error), code=2) from None
+    asked = {"golden": str(golden.resolve()), "generator": generator}
+    try:
+        for line in service.lines("eval", asked):
+            if "done" in line:
+                progress(line["done"], line["total"])
+            elif "report" in line:
+                return GoldenReport(**line["report"])
+            else:
+                raise fail(line["error"], code=line["code"])
+    finally:
+        service.close()
+    raise fail("the web service ended the evaluation without its report", code=3)

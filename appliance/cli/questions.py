@@ -32,7 +32,6 @@ from appliance.generate.llama_cpp_server import ServerFailed
 from appliance.index.filters import ActiveOn, SearchFilter, requested_filter
 from appliance.model_registry import ModelUnavailable
 from appliance.query import SearchResult
-from appliance.records import CitedSpan
 from appliance.retrieve.hybrid import QueryError
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_corpus"
@@ -144,11 +143,12 @@ def print_search(report: dict[str, Any]) -> None:
     console.print(table)
 
 
-def _describe_span(span: CitedSpan) -> str:
-    where = " > ".join(span.heading_path) + (f", page {span.page}" if span.page else "")
+def _describe_span(span: dict[str, Any]) -> str:
+    """A citation (``CitedSpan.to_dict``) in words: document, version, date, place."""
+    where = " > ".join(span["heading_path"]) + (f", page {span['page']}" if span["page"] else "")
     return (
-        f"{escape(span.title)} v{escape(span.version)} (from {span.effective_from}) > "
-        f"{escape(where)}, chars {span.start}-{span.end} [dim]{span.chunk_id}[/dim]"
+        f"{escape(span['title'])} v{escape(span['version'])} (from {span['effective_from']}) > "
+        f"{escape(where)}, chars {span['start']}-{span['end']} [dim]{span['chunk_id']}[/dim]"
     )
 
 
@@ -177,56 +177,69 @@ def ask(
     """A verified answer, every sentence citing a document span; or a refusal with the
     closest sources. Recorded in the audit log before it is shown."""
     day = as_of.date() if as_of else dt.date.today()
-    with open_appliance(generator.value if generator else None) as appliance:
-        answer = ask_question(appliance, question, known_subject(appliance, user), day)
+    service = running_service()
+    if service is not None:
+        asked = {"question": question, "user": user, "as_of": day.isoformat(),
+                 "generator": generator.value if generator else None}  # fmt: skip
+        answer = service.post("ask", asked)
+        service.close()
+    else:
+        with open_appliance(generator.value if generator else None) as appliance:
+            answer = ask_question(
+                appliance, question, known_subject(appliance, user), day
+            ).to_dict()
     if as_json:
-        sys.stdout.write(json.dumps(answer.to_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
         return
     print_answer(answer)
 
 
-def print_answer(answer: Answer) -> None:
-    if answer.refused:
-        reason = answer.refusal_reason
+def print_answer(answer: dict[str, Any]) -> None:
+    """An answer (``Answer.to_dict``, as the service also returns it) in words, every
+    sentence with its citations; a refusal with its reason and closest sources."""
+    if answer["refused"]:
+        reason = answer["refusal"]
         console.print(f"[bold yellow]{NOT_ANSWERED}[/bold yellow] [dim]({reason})[/dim]")
-        for source in answer.closest_sources:
-            where = " > ".join(source.heading_path)
+        for source in answer["closest_sources"]:
+            where = " > ".join(source["heading_path"])
             console.print(
-                f"  closest: {escape(source.title)} - {escape(where)} [dim]{source.chunk_id}[/dim]"
+                f"  closest: {escape(source['title'])} - {escape(where)} "
+                f"[dim]{source['chunk_id']}[/dim]"
             )
     else:
-        if answer.scope:
-            console.print(f"[bold]{answer.scope}:[/bold]")
-        if answer.decision is not None:
+        if answer["scope"]:
+            console.print(f"[bold]{escape(answer['scope'])}:[/bold]")
+        if answer["decision"] is not None:
             console.print(
-                f"[bold]In short: {answer.decision}[/bold] "
+                f"[bold]In short: {answer['decision']}[/bold] "
                 "[dim](the generator's reading of the cited sentences below)[/dim]"
             )
-        for verified in answer.sentences:
-            marks = "".join(f"[{n}]" for n in range(1, len(verified.spans) + 1))
-            text = escape(verified.sentence.text)
+        for verified in answer["sentences"]:
+            marks = "".join(f"[{n}]" for n in range(1, len(verified["citations"]) + 1))
+            text = escape(verified["text"])
             console.print(f"{text} [bold cyan]{escape(marks)}[/bold cyan]")
-            for n, span in enumerate(verified.spans, start=1):
+            for n, span in enumerate(verified["citations"], start=1):
                 console.print(f"  [{n}] {_describe_span(span)}", highlight=False)
-        if answer.unanswered_parts:
-            parts = "; ".join(answer.unanswered_parts)
+        if answer["unanswered_parts"]:
+            parts = "; ".join(answer["unanswered_parts"])
             console.print(f"[yellow]The documents found do not answer: {escape(parts)}[/yellow]")
-        for conflict in answer.conflicts:
-            console.print(f"[bold red]The sources disagree on {escape(conflict.about)}:[/bold red]")
-            for side in conflict.sources:
-                source = side.source
+        for conflict in answer["conflicts"]:
+            console.print(
+                f"[bold red]The sources disagree on {escape(conflict['about'])}:[/bold red]"
+            )
+            for side in conflict["sources"]:
                 console.print(
-                    f"  {escape(source.title)} (version {escape(source.version)}, "
-                    f"effective {source.effective_from}, {side.authority}): "
-                    f"{escape(side.statement)}",
+                    f"  {escape(side['title'])} (version {escape(side['version'])}, "
+                    f"effective {side['effective_from']}, {side['authority']}): "
+                    f"{escape(side['statement'])}",
                     highlight=False,
                 )
-            console.print(f"  {escape(conflict.precedence or UNDECIDED)}", highlight=False)
-    if answer.read_as:
-        console.print(f"[dim]read as: {escape(answer.read_as)}[/dim]", highlight=False)
+            console.print(f"  {escape(conflict['precedence'] or UNDECIDED)}", highlight=False)
+    if answer["read_as"]:
+        console.print(f"[dim]read as: {escape(answer['read_as'])}[/dim]", highlight=False)
     console.print(
-        f"[dim]generator {answer.generator}, verifier {answer.verifier}; "
-        f"audit entry {answer.audit_entry}[/dim]"
+        f"[dim]generator {answer['generator']}, verifier {answer['verifier']}; "
+        f"audit entry {answer['audit_entry']}[/dim]"
     )
 
 
@@ -254,4 +267,4 @@ def demo(
         result = run_search(appliance, question, subject, 5, search_filter, "hybrid", True)
         print_search(result.report(question, SAMPLE_USER, search_filter))
         console.print("\n[bold]The verified answer[/bold]")
-        print_answer(ask_question(appliance, question, subject, today))
+        print_answer(ask_question(appliance, question, subject, today).to_dict())

@@ -1,7 +1,8 @@
 """Commands on a data directory whose embedded stores the web service holds.
 
 The embedded stores admit one process. While ``appliance-web serve`` runs on them, the
-operator's ``ingest``, ``docs remove`` and ``search`` send their work to the service
+operator's ``ingest``, ``docs remove``, ``search``, ``ask`` and ``eval`` send their work
+to the service
 (``appliance.owner`` says where it answers and which token it accepts), which does it
 one document at a time between the questions it answers, instead of waiting for stores
 that will not open. On the store servers the commands open the stores themselves.
@@ -9,6 +10,8 @@ that will not open. On the store servers the commands open the stores themselves
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -33,15 +36,36 @@ class RunningService:
         try:
             response = self._client.post(f"/api/operator/{path}", json=body)
         except httpx.HTTPError as error:
-            raise fail(
-                f"the web service (pid {self.owner.pid}) holds the stores but did not answer "
-                f"at {self.owner.url} ({error}); wait for it or stop it, then run again",
-                code=3,
-            ) from None
+            raise self._silent(error) from None
+        self._raise_refusal(response)
+        return response.json()
+
+    def lines(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The service's answer as it comes, a JSON object per line (long work that
+        reports its progress)."""
+        try:
+            with self._client.stream("POST", f"/api/operator/{path}", json=body) as response:
+                if response.status_code >= 400:
+                    response.read()
+                self._raise_refusal(response)
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield json.loads(line)
+        except httpx.HTTPError as error:
+            raise self._silent(error) from None
+
+    def _silent(self, error: httpx.HTTPError) -> Exception:
+        return fail(
+            f"the web service (pid {self.owner.pid}) holds the stores but did not answer "
+            f"at {self.owner.url} ({error}); wait for it or stop it, then run again",
+            code=3,
+        )
+
+    @staticmethod
+    def _raise_refusal(response: httpx.Response) -> None:
         if response.status_code >= 400:
             detail = response.json().get("detail", response.text) if response.content else ""
             raise fail(str(detail), code=2 if response.status_code < 500 else 3)
-        return response.json()
 
     def close(self) -> None:
         self._client.close()

@@ -20,6 +20,7 @@ import time
 import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ from appliance.index.catalog import Catalog
 from appliance.index.filters import ActiveOn
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_corpus"
+
+
+class NoDocuments(ValueError):
+    """Nothing is ingested: every question would be refused and the figures would say
+    nothing of the product."""
 
 
 @dataclass(slots=True)
@@ -158,79 +165,89 @@ def evaluate(
     appliance: Appliance,
     golden_path: Path,
     progress: Callable[[int, int], None] | None = None,
+    hold: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> GoldenReport:
     """Ask every golden question through the whole answer path; ``progress(done, total)``
-    after each (with an LLM generator a run takes half an hour on the CPU)."""
+    after each (with an LLM generator a run takes half an hour on the CPU). ``hold()``
+    is entered around each question's work: a running service passes its engine lock,
+    so that clinicians' questions go on between the evaluation's."""
     rows = [json.loads(line) for line in golden_path.open(encoding="utf-8") if line.strip()]
-    reader = reader_of_everything(appliance)
+    with hold():
+        if not appliance.catalog.documents():
+            raise NoDocuments(
+                f"no documents in {appliance.settings.data_dir}: ingest the corpus the golden "
+                f"set is about first (for the sample set: appliance ingest {SAMPLE_DIR})"
+            )
+        reader = reader_of_everything(appliance)
     report = GoldenReport(questions=len(rows), rerank_stages=appliance.query.rerank_stages)
     catalog = appliance.catalog
     recalls, reciprocal_ranks, contains, f1s = [], [], [], []
     refusals_correct, refusals_false = [], []
     valid_spans, entailed_citations = 0, 0
     for row in _reporting(rows, progress):
-        question = row["question"]
-        answerable = row.get("answerable", True)
-        # As the clinician's page asks: with the documents in force on the day asked
-        # about, today when the row names none.
-        day = dt.date.fromisoformat(row["as_of"]) if "as_of" in row else dt.date.today()
-        in_force = ActiveOn(day)
-        started = time.perf_counter()
-        answer = appliance.answers.ask(question, reader, in_force, in_force_on=day)
-        report.answer_ms.append((time.perf_counter() - started) * 1000)
-        report.generator, report.verifier = answer.generator, answer.verifier
-        outcome: dict[str, object] = {
-            "question": question,
-            "answerable": answerable,
-            "kinds": row.get("kinds", []),
-            "refused": answer.refused,
-            "refusal": answer.refusal_reason,
-        }
-        if "as_of" in row:
-            outcome["as_of"] = row["as_of"]
-        for verified in answer.sentences:
-            for span in verified.spans:
-                report.citations += 1
-                text = catalog.document_text(span.doc_id) or ""
-                valid_spans += text[span.start : span.end] == span.quote
-                entailment = appliance.verifier.check(span.quote, verified.sentence.text)
-                entailed_citations += entailment.entailed
-        unsafe = not answerable and not answer.refused
-        unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
-        report.unsafe_answers += unsafe
-        outcome["unsafe"] = unsafe
-        if not answerable:
-            refusals_correct.append(answer.refused)
-            outcome["answer"] = " ".join(v.sentence.text for v in answer.sentences)
+        with hold():  # the service's questions wait only for this one
+            question = row["question"]
+            answerable = row.get("answerable", True)
+            # As the clinician's page asks: with the documents in force on the day asked
+            # about, today when the row names none.
+            day = dt.date.fromisoformat(row["as_of"]) if "as_of" in row else dt.date.today()
+            in_force = ActiveOn(day)
+            started = time.perf_counter()
+            answer = appliance.answers.ask(question, reader, in_force, in_force_on=day)
+            report.answer_ms.append((time.perf_counter() - started) * 1000)
+            report.generator, report.verifier = answer.generator, answer.verifier
+            outcome: dict[str, object] = {
+                "question": question,
+                "answerable": answerable,
+                "kinds": row.get("kinds", []),
+                "refused": answer.refused,
+                "refusal": answer.refusal_reason,
+            }
+            if "as_of" in row:
+                outcome["as_of"] = row["as_of"]
+            for verified in answer.sentences:
+                for span in verified.spans:
+                    report.citations += 1
+                    text = catalog.document_text(span.doc_id) or ""
+                    valid_spans += text[span.start : span.end] == span.quote
+                    entailment = appliance.verifier.check(span.quote, verified.sentence.text)
+                    entailed_citations += entailment.entailed
+            unsafe = not answerable and not answer.refused
+            unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
+            report.unsafe_answers += unsafe
+            outcome["unsafe"] = unsafe
+            if not answerable:
+                refusals_correct.append(answer.refused)
+                outcome["answer"] = " ".join(v.sentence.text for v in answer.sentences)
+                report.per_question.append(outcome)
+                continue
+            report.answerable += 1
+            refusals_false.append(answer.refused)
+            golds = gold_quotes(row)
+            gold, missing = gold_chunk_ids(catalog, golds)
+            report.failures.extend(missing)
+            if not gold:
+                continue
+            fused = appliance.retriever.retrieve(question, 10, in_force)
+            recalled = any(c.chunk.chunk_id in gold for c in fused)
+            recalls.append(recalled)
+            fused_rank = next((n for n, c in enumerate(fused, 1) if c.chunk.chunk_id in gold), None)
+            ranked = appliance.query.run(question, reader, 10, in_force).candidates
+            rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
+            reciprocal_ranks.append(1 / rank if rank else 0.0)
+            text = " ".join(v.sentence.text for v in answer.sentences)
+            has_all = all(expected["quote"] in text for expected in golds)
+            contains.append(has_all)
+            quotes = " ".join(expected["quote"] for expected in golds)
+            f1s.append(token_f1(text, quotes) if text else 0.0)
+            outcome.update(
+                recalled_at_10=recalled,
+                gold_rank_before_rerank=fused_rank,
+                gold_rank_after_rerank=rank,
+                answer=text,
+                contains_gold=has_all,
+            )
             report.per_question.append(outcome)
-            continue
-        report.answerable += 1
-        refusals_false.append(answer.refused)
-        golds = gold_quotes(row)
-        gold, missing = gold_chunk_ids(catalog, golds)
-        report.failures.extend(missing)
-        if not gold:
-            continue
-        fused = appliance.retriever.retrieve(question, 10, in_force)
-        recalled = any(c.chunk.chunk_id in gold for c in fused)
-        recalls.append(recalled)
-        fused_rank = next((n for n, c in enumerate(fused, 1) if c.chunk.chunk_id in gold), None)
-        ranked = appliance.query.run(question, reader, 10, in_force).candidates
-        rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
-        reciprocal_ranks.append(1 / rank if rank else 0.0)
-        text = " ".join(v.sentence.text for v in answer.sentences)
-        has_all = all(expected["quote"] in text for expected in golds)
-        contains.append(has_all)
-        quotes = " ".join(expected["quote"] for expected in golds)
-        f1s.append(token_f1(text, quotes) if text else 0.0)
-        outcome.update(
-            recalled_at_10=recalled,
-            gold_rank_before_rerank=fused_rank,
-            gold_rank_after_rerank=rank,
-            answer=text,
-            contains_gold=has_all,
-        )
-        report.per_question.append(outcome)
 
     def mean(values: list[bool] | list[float]) -> float:
         return float(sum(values) / len(values)) if values else 0.0

@@ -6,7 +6,7 @@ its handlers are given (dependencies) and its limits:
 - ``audit``: search, records with proofs, status, verify, export (``review-audit``);
 - ``operations``: health and readiness (no sign-in; ``/ready`` for the operations
   addresses only);
-- ``operator_commands``: ingest, remove and search for the ``appliance`` command while
+- ``operator_commands``: ingest, remove, search, ask and eval for the ``appliance`` command while
   this service holds the embedded stores (the data directory account's token).
 
 ``layers`` holds the guards and dependencies.
@@ -106,6 +106,8 @@ def api_routers(settings: ServiceSettings, ask_limit: RateLimitConfig) -> list[R
                 operator_commands.ingest,
                 operator_commands.remove,
                 operator_commands.search,
+                operator_commands.ask,
+                operator_commands.golden_eval,
             ],
             guards=[operator_commands.operator],
             dependencies=DEPENDENCIES,

@@ -1,5 +1,7 @@
 """The operator's commands, sent by ``appliance`` while this service holds the embedded
-stores (``appliance.owner``): ingest, remove documents, search. Only a command of the
+stores (``appliance.owner``): ingest, remove documents, search, ask, and the golden-set
+evaluation (each question holding the engines in turn, so that clinicians' questions go
+on between the evaluation's). Only a command of the
 data directory's own account can call them: it presents the token the service drew when
 it started, which only that account can read. Not part of the public API's schema.
 
@@ -9,9 +11,15 @@ write it, as an upload's job does, so that questions are answered meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import getpass
 import hmac
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,15 +27,19 @@ from litestar import post
 from litestar.connection import ASGIConnection
 from litestar.exceptions import ClientException, NotAuthorizedException
 from litestar.handlers import BaseRouteHandler
+from litestar.response import Stream
 from pydantic import BaseModel, Field
 
 from appliance.access.subjects import UnknownSubject
 from appliance.document_reader import PreparationStopped
-from appliance.index.filters import requested_filter
+from appliance.eval.golden import NoDocuments, evaluate
+from appliance.index.filters import ActiveOn, requested_filter
 from appliance.ingest.preparation import discover
 from appliance.retrieve.hybrid import QueryError
 from services import metrics
 from services.routes.layers import Service, service_state
+
+log = logging.getLogger(__name__)
 
 
 async def operator(connection: ASGIConnection, _: BaseRouteHandler) -> None:
@@ -59,6 +71,19 @@ class SearchOrder(BaseModel):
     as_of: dt.date | None = None
     all_dates: bool = False
     rerank: bool = True
+
+
+class AskOrder(BaseModel):
+    question: str
+    user: str
+    as_of: dt.date | None = None
+    generator: str | None = None
+    """The generator the command asked for: refused unless it is the service's own."""
+
+
+class EvalOrder(BaseModel):
+    golden: str
+    generator: str | None = None
 
 
 @post("/ingest", sync_to_thread=True, include_in_schema=False, status_code=200)
@@ -113,3 +138,79 @@ def search(data: SearchOrder, service: Service) -> dict[str, Any]:
         except (QueryError, ValueError) as error:
             raise ClientException(str(error)) from None
     return result.report(data.question, data.user, search_filter)
+
+
+@post("/ask", sync_to_thread=True, include_in_schema=False, status_code=200)
+def ask(data: AskOrder, service: Service) -> dict[str, Any]:
+    """As ``appliance ask`` answers, and audited alike (the asker is the user named)."""
+    _same_generator(service, data.generator)
+    day = data.as_of or dt.date.today()
+    with service.engine_lock:
+        appliance = service.appliance
+        try:
+            subject = appliance.subjects.get(data.user)
+            answer = appliance.answers.ask(data.question, subject, ActiveOn(day), in_force_on=day)
+        except UnknownSubject as error:
+            raise ClientException(f"{error}; see 'appliance users list'") from None
+        except (QueryError, ValueError) as error:
+            raise ClientException(str(error)) from None
+    metrics.answered(answer)
+    return answer.to_dict()
+
+
+class EvaluationStopped(Exception):
+    """The command went away, or the service is stopping: the evaluation ends."""
+
+
+@post("/eval", include_in_schema=False, status_code=200, media_type="application/x-ndjson")
+async def golden_eval(data: EvalOrder, service: Service) -> Stream:
+    """The golden-set evaluation, as lines of JSON: ``{"done", "total"}`` after each
+    question, then ``{"report"}`` (a ``GoldenReport``), or ``{"error", "code"}``."""
+    _same_generator(service, data.generator)
+    golden = Path(data.golden)
+    if not golden.is_file():
+        raise ClientException(f"{golden} is not a file this service can read")
+    lines: queue.Queue[dict[str, Any]] = queue.Queue()
+    gone = threading.Event()
+
+    def told(done: int, total: int) -> None:
+        if gone.is_set() or service.stopping.is_set():
+            raise EvaluationStopped
+        lines.put({"done": done, "total": total})
+
+    def run() -> None:
+        try:
+            report = evaluate(service.appliance, golden, told, hold=lambda: service.engine_lock)
+            lines.put({"report": dataclasses.asdict(report)})
+        except EvaluationStopped:
+            lines.put({"error": "the evaluation stopped: the service is stopping", "code": 3})
+        except NoDocuments as error:
+            lines.put({"error": str(error), "code": 2})
+        except (ValueError, KeyError) as error:  # a malformed golden file
+            lines.put({"error": f"{golden}: {error!r}", "code": 2})
+        except Exception as error:  # said to the command and logged, not swallowed
+            log.exception("golden evaluation of %s failed", golden)
+            lines.put({"error": f"the evaluation failed: {error}", "code": 3})
+
+    threading.Thread(target=run, name="golden-eval", daemon=True).start()
+
+    def stream() -> Iterator[str]:
+        try:
+            while True:
+                line = lines.get()
+                yield json.dumps(line) + "\n"
+                if "done" not in line:
+                    return
+        finally:
+            gone.set()  # the command left early: stop after the question being asked
+
+    return Stream(stream(), media_type="application/x-ndjson")
+
+
+def _same_generator(service: Service, asked: str | None) -> None:
+    own = service.appliance.settings.generator.kind
+    if asked is not None and asked != own:
+        raise ClientException(
+            f"the running service answers with the {own} generator; stop it to use {asked}, "
+            "or leave out --generator"
+        )

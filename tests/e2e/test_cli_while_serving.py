@@ -1,5 +1,5 @@
 """The operator's commands while the web service holds the embedded stores: `appliance
-ingest`, `search` and `docs remove` hand their work to the running service instead of
+ingest`, `search`, `ask`, `eval` and `docs remove` hand their work to the running service instead of
 waiting for stores that admit one process, and the service answers questions all along.
 A command from an account that cannot read the data directory's token is refused."""
 
@@ -47,6 +47,43 @@ def test_ingest_search_and_remove_go_through_the_running_service(tmp_path: Path)
         assert found.returncode == 0, found.stderr
         report = json.loads(found.stdout)
         assert report["results"][0]["doc_id"] == "hand-hygiene-policy"
+
+        question = "How long should I rub my hands with alcohol gel?"
+        asked = run(["ask", question, "--user", "dr-okafor", "--json"], data)
+        assert asked.returncode == 0, asked.stderr
+        answer = json.loads(asked.stdout)
+        assert not answer["refused"], answer
+        cited = answer["sentences"][0]["citations"][0]
+        assert (
+            cited["doc_id"] == "hand-hygiene-policy"
+            and cited["quote"] in answer["sentences"][0]["text"]
+        )
+        shown = run(["ask", question, "--user", "dr-okafor"], data)
+        assert "Hand Hygiene Policy" in shown.stdout and "audit entry" in shown.stdout, shown.stdout
+        other = run(["ask", question, "--user", "dr-okafor", "--generator", "llama-cpp"], data)
+        assert other.returncode == 2 and "stop it to use llama-cpp" in " ".join(
+            other.stderr.split()
+        )
+
+        golden = tmp_path / "golden.jsonl"
+        golden.write_text(
+            json.dumps({"question": question, "doc_id": "hand-hygiene-policy",
+                        "quote": "Rub for 20 to 30 seconds until dry"}) + "\n"
+            + json.dumps({"question": "How do I book annual leave?", "answerable": False})
+            + "\n"
+        )  # fmt: skip
+        gates = tmp_path / "gates.toml"
+        gates.write_text("[minimum]\nanswer_contains_gold = 1.0\ncorrect_refusal_rate = 1.0\n")
+        evaluated = run(
+            ["eval", "--golden", str(golden), "--gates", str(gates),
+             "--report", str(tmp_path / "report")], data,
+        )  # fmt: skip
+        assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+        figures = json.loads((tmp_path / "report" / "golden.json").read_text())
+        assert len(figures["per_question"]) == 2
+        assert figures["figures"]["answer_contains_gold"] == 1.0
+        missing = run(["eval", "--golden", str(tmp_path / "gates.toml")], data)
+        assert missing.returncode == 2, missing.stderr  # not a golden file: said, not a crash
 
         removed = run(["docs", "remove", "isolation-precautions"], data)
         assert removed.returncode == 0, removed.stderr

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from appliance.engines import Appliance
 from appliance.eval.golden import (
     GoldenReport,
+    NoDocuments,
     check_gates,
     evaluate,
     gold_chunk_ids,
@@ -18,7 +22,7 @@ from appliance.eval.golden import (
     token_f1,
 )
 from appliance.eval.report import write_golden_report
-from tests.conftest import SAMPLE_CORPUS
+from tests.conftest import SAMPLE_CORPUS, make_settings
 
 
 def test_token_f1() -> None:
@@ -58,8 +62,24 @@ def test_a_small_golden_set_end_to_end(sample_appliance: Appliance, tmp_path: Pa
     ]  # fmt: skip
     golden.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     told: list[tuple[int, int]] = []
-    report = evaluate(sample_appliance, golden, lambda done, total: told.append((done, total)))
+    lock = threading.Lock()
+    entered: list[tuple[int, ...]] = []
+
+    @contextmanager
+    def hold() -> Iterator[None]:  # the engines of a running service, taken in turn
+        assert lock.acquire(blocking=False), "hold() entered while held"
+        entered.append(tuple(told))
+        try:
+            yield
+        finally:
+            lock.release()
+
+    report = evaluate(
+        sample_appliance, golden, lambda done, total: told.append((done, total)), hold=hold
+    )
     assert told == [(1, 3), (2, 3), (3, 3)]  # the unanswerable one (a `continue`) counted too
+    # once to read the catalog, then once per question, released before its progress
+    assert [len(progress) for progress in entered] == [0, 0, 1, 2]
     assert report.questions == 3 and report.answerable == 2 and not report.failures
     assert report.exact_span_validity == 1.0 and report.citations >= 2
     assert report.recall_at_10_before_rerank == 1.0
@@ -102,3 +122,13 @@ def test_every_golden_quote_of_the_sample_corpus_stands_in_one_of_its_chunks(
             if row.get("answerable", True):
                 found, missing = gold_chunk_ids(sample_appliance.catalog, gold_quotes(row))
                 assert found and not missing, (name, row["question"])
+
+
+def test_nothing_ingested_is_said_before_any_question(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"question": "How do I book annual leave?", "answerable": False}))
+    with (
+        Appliance(make_settings(tmp_path / "data")) as empty,
+        pytest.raises(NoDocuments, match="no documents in .*appliance ingest"),
+    ):
+        evaluate(empty, golden, lambda done, total: pytest.fail("a question was asked"))
