@@ -38,10 +38,9 @@ def serve(
     """Serve the API and both pages: one process on the embedded stores (the engines are
     opened once), or several worker processes on the store servers."""
     settings = Settings()
-    listening = settings.services.model_copy(
-        update={"host": host or settings.services.host, "port": port or settings.services.port}
+    settings = listening_on(
+        settings, host or settings.services.host, port or settings.services.port
     )
-    settings = settings.model_copy(update={"services": listening})
     processes = workers or settings.services.workers
     if processes > 1 and (problem := single_process_reason(settings)):
         raise fail(f"{processes} workers cannot share the stores: {problem}", code=2)
@@ -119,10 +118,8 @@ def demo(
         console.print(f"  {user_id:<22} {password:<18} {', '.join(subject.roles)}")
     if not serve_ui:
         return
-    settings = Settings()
     # the port the operator's commands send their work to while the demo serves
-    listening = settings.services.model_copy(update={"host": "127.0.0.1", "port": port})
-    settings = settings.model_copy(update={"services": listening})
+    settings = listening_on(Settings(), "127.0.0.1", port)
     if settings.services.secure_cookies:
         errors.print("cookies are marked Secure; browsers accept that on http://127.0.0.1")
     console.print(f"\nserving on http://127.0.0.1:{port} (Ctrl-C stops)")
@@ -134,3 +131,10 @@ def demo(
 
 def main() -> None:
     app()
+
+
+def listening_on(settings: Settings, host: str, port: int) -> Settings:
+    """The settings with the service's address replaced: what the command line chose is
+    also where the operator's commands find the service (``appliance.owner``)."""
+    listening = settings.services.model_copy(update={"host": host, "port": port})
+    return settings.model_copy(update={"services": listening})
