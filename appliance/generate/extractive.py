@@ -23,6 +23,7 @@ from appliance.generate.quotable import QuoteCandidate, candidates_of, cells
 from appliance.nlp.embedder import Embedder
 from appliance.records import AnswerSentence, Citation
 from appliance.understand.narrative import parts_of
+from appliance.understand.qualifiers import organ_function_in
 from appliance.understand.spelling import specific_words
 
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -195,6 +196,7 @@ class ExtractiveGenerator:
             best_for_part = int(np.argmax(part_scores))
             if best_for_part not in chosen:
                 chosen.append(best_for_part)
+        chosen += self._organ_function_asked(question, options, scores, chosen)
         chosen.sort(key=lambda i: (options[i].passage.number, options[i].position))
         quoted: list[tuple[str, str, float]] = []  # (quote, chunk_id, score)
         for i in chosen:
@@ -220,6 +222,26 @@ class ExtractiveGenerator:
             }
         )  # fmt: skip
         return GeneratedAnswer(sentences, raw, self.name)
+
+    @staticmethod
+    def _organ_function_asked(
+        question: str, options: list[QuoteCandidate], scores: np.ndarray, chosen: list[int]
+    ) -> list[int]:
+        """For a question about the kidneys' or the liver's function ("the dose in renal
+        impairment"), the sentence of a quoted passage that states it ("reduce to 20 mg
+        if creatinine clearance is below 30"), when no chosen sentence does: a sentence
+        embedding relates the question to the usual dose, which repeats its words, more
+        than to the change, which is the answer."""
+        asked = organ_function_in(question)
+        if not asked or any(organ_function_in(options[i].judged_text) & asked for i in chosen):
+            return []
+        quoted = {options[i].passage.number for i in chosen}
+        speaking = [
+            i for i, option in enumerate(options)
+            if option.passage.number in quoted and np.isfinite(scores[i])
+            and organ_function_in(option.judged_text) & asked
+        ]  # fmt: skip
+        return [max(speaking, key=lambda i: scores[i])] if speaking else []
 
     def close(self) -> None:
         """Nothing to release: the embedder belongs to the appliance."""

@@ -38,6 +38,14 @@ _ROUTES = {
     "subcutaneous": re.compile(r"\b(?:SC|subcut|subcutaneous(?:ly)?)\b"),
     "rectal": re.compile(r"\b(?:PR|rectal(?:ly)?)\b"),
 }
+_ORGAN_FUNCTION = {
+    "renal": re.compile(
+        r"\b(?:renal|kidneys?|creatinine|CrCl|e?GFR|dialysis|ha?emodialysis|CKD)\b", re.I
+    ),
+    "hepatic": re.compile(r"\b(?:hepatic|liver|cirrhos[ie]s|Child[- ]Pugh)\b", re.I),
+}
+"""How a text speaks of the kidneys' or the liver's function: a question says "in renal
+impairment", the dosing sentence "if creatinine clearance is below 30 mL/min"."""
 _STAFF = {
     "doctor": r"doctors?|medical staff|consultants?|registrars?|junior doctors?",
     "nurse": r"nurses?|nursing staff",
@@ -83,10 +91,12 @@ class Qualifiers:
     """Staff groups a workforce rule is asked for ("shift length for nurses")."""
     absent: frozenset[str] = frozenset()
     """Conditions the question says the patient does not have ("no bleeding")."""
+    organ_function: frozenset[str] = frozenset()
+    """"renal" or "hepatic" where the question speaks of that organ's function."""
 
     def to_record(self) -> dict[str, object]:
         record = asdict(self)
-        for key in ("routes", "staff", "absent"):
+        for key in ("routes", "staff", "absent", "organ_function"):
             record[key] = sorted(record[key])
         return {k: v for k, v in record.items() if v not in (None, False, {}, [])}
 
@@ -112,6 +122,11 @@ def age_of(text: str) -> float | None:
 
 def routes_in(text: str) -> frozenset[str]:
     return frozenset(name for name, pattern in _ROUTES.items() if pattern.search(text))
+
+
+def organ_function_in(text: str) -> frozenset[str]:
+    """The organs whose function ``text`` speaks of ("renal", "hepatic")."""
+    return frozenset(name for name, pattern in _ORGAN_FUNCTION.items() if pattern.search(text))
 
 
 def staff_in(text: str) -> frozenset[str]:
@@ -151,4 +166,5 @@ def qualifiers_of(text: str) -> Qualifiers:
         routes=routes_in(text),
         staff=staff_in(text),
         absent=absent,
+        organ_function=organ_function_in(text),
     )

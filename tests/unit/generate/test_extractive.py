@@ -169,3 +169,24 @@ def test_a_question_asking_which_drug_is_answered_by_a_sentence_naming_one(
         embedder, drugs_named=ClinicalTerms.load().drugs_named, max_sentences=1
     )
     assert [s.text for s in reading_drugs.generate(question, passages).sentences] == [dose]
+
+
+def test_a_question_about_kidney_function_gets_the_sentence_that_states_it(
+    embedder: Embedder,
+) -> None:
+    """A sentence embedding puts the usual dose, which repeats the question's words,
+    nearest to "the dose in renal impairment"; the passage's sentence on creatinine
+    clearance is the answer, and is quoted beside it. A passage not quoted adds none."""
+    dose = (
+        "Give dalteparin 5000 units subcutaneously once a day for thromboprophylaxis. "
+        "Use 2500 units once a day when the creatinine clearance is below 30 mL/min."
+    )
+    other = "Gentamicin levels are taken before the second dose if the eGFR is below 40."
+    passages = [_passage(1, dose, ("Dalteparin",)), _passage(2, other, ("Gentamicin",))]
+    generator = ExtractiveGenerator(embedder, max_sentences=1)
+    usual = [s.text for s in generator.generate("Dalteparin prophylaxis dose?", passages).sentences]
+    assert usual == [dose.split(". ")[0] + "."]
+    renal = "Dalteparin prophylaxis dose in renal impairment?"
+    quoted = [s.text for s in generator.generate(renal, passages).sentences]
+    assert quoted == [dose.split(". ")[0] + ".", dose.split(". ")[1]]
+    assert other not in quoted

@@ -166,6 +166,12 @@ def test_a_question_that_asks_two_things_has_two_parts() -> None:
         ("Longest shift for nurses on the rota?", {"staff": ["nurse"]}),
         ("stroke, last known well 5 hours ago", {}),
         ("Can the source patient be tested without their consent?", {}),
+        ("Gentamicin dose in renal impairment?", {"organ_function": ["renal"]}),
+        (
+            "Does Tazocin need adjusting for a CrCl of 35?",
+            {"measures": {"crcl": 35.0}, "organ_function": ["renal"]},
+        ),
+        ("Paracetamol in liver disease", {"organ_function": ["hepatic"]}),
     ],
 )
 def test_qualifiers_of_a_question(question: str, expected: dict[str, object]) -> None:
