@@ -180,87 +180,110 @@ def evaluate(
             )
         reader = reader_of_everything(appliance)
     report = GoldenReport(questions=len(rows), rerank_stages=appliance.query.rerank_stages)
-    catalog = appliance.catalog
-    recalls, reciprocal_ranks, contains, f1s = [], [], [], []
-    refusals_correct, refusals_false = [], []
-    valid_spans, entailed_citations = 0, 0
+    tally = _Tally(appliance, reader, report)
     for row in _reporting(rows, progress):
         with hold():  # the service's questions wait only for this one
-            question = row["question"]
-            answerable = row.get("answerable", True)
-            # As the clinician's page asks: with the documents in force on the day asked
-            # about, today when the row names none.
-            day = dt.date.fromisoformat(row["as_of"]) if "as_of" in row else dt.date.today()
-            in_force = ActiveOn(day)
-            started = time.perf_counter()
-            answer = appliance.answers.ask(question, reader, in_force, in_force_on=day)
-            report.answer_ms.append((time.perf_counter() - started) * 1000)
-            report.generator, report.verifier = answer.generator, answer.verifier
-            outcome: dict[str, object] = {
-                "question": question,
-                "answerable": answerable,
-                "kinds": row.get("kinds", []),
-                "refused": answer.refused,
-                "refusal": answer.refusal_reason,
-            }
-            if "as_of" in row:
-                outcome["as_of"] = row["as_of"]
-            for verified in answer.sentences:
-                for span in verified.spans:
-                    report.citations += 1
-                    text = catalog.document_text(span.doc_id) or ""
-                    valid_spans += text[span.start : span.end] == span.quote
-                    entailment = appliance.verifier.check(span.quote, verified.sentence.text)
-                    entailed_citations += entailment.entailed
-            unsafe = not answerable and not answer.refused
-            unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
-            report.unsafe_answers += unsafe
-            outcome["unsafe"] = unsafe
-            if not answerable:
-                refusals_correct.append(answer.refused)
-                outcome["answer"] = " ".join(v.sentence.text for v in answer.sentences)
-                report.per_question.append(outcome)
-                continue
-            report.answerable += 1
-            refusals_false.append(answer.refused)
-            golds = gold_quotes(row)
-            gold, missing = gold_chunk_ids(catalog, golds)
-            report.failures.extend(missing)
-            if not gold:
-                continue
-            fused = appliance.retriever.retrieve(question, 10, in_force)
-            recalled = any(c.chunk.chunk_id in gold for c in fused)
-            recalls.append(recalled)
-            fused_rank = next((n for n, c in enumerate(fused, 1) if c.chunk.chunk_id in gold), None)
-            ranked = appliance.query.run(question, reader, 10, in_force).candidates
-            rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
-            reciprocal_ranks.append(1 / rank if rank else 0.0)
-            text = " ".join(v.sentence.text for v in answer.sentences)
-            has_all = all(expected["quote"] in text for expected in golds)
-            contains.append(has_all)
-            quotes = " ".join(expected["quote"] for expected in golds)
-            f1s.append(token_f1(text, quotes) if text else 0.0)
-            outcome.update(
-                recalled_at_10=recalled,
-                gold_rank_before_rerank=fused_rank,
-                gold_rank_after_rerank=rank,
-                answer=text,
-                contains_gold=has_all,
-            )
+            tally.ask(row)
+    return tally.finished()
+
+
+@dataclass
+class _Tally:
+    """What the evaluation counts as it asks each golden question, and the report's
+    figures at the end."""
+
+    appliance: Appliance
+    reader: Subject
+    report: GoldenReport
+    recalls: list[bool] = field(default_factory=list)
+    reciprocal_ranks: list[float] = field(default_factory=list)
+    contains: list[bool] = field(default_factory=list)
+    f1s: list[float] = field(default_factory=list)
+    refusals_correct: list[bool] = field(default_factory=list)
+    refusals_false: list[bool] = field(default_factory=list)
+    valid_spans: int = 0
+    entailed_citations: int = 0
+
+    def ask(self, row: dict[str, Any]) -> None:
+        appliance, report, catalog = self.appliance, self.report, self.appliance.catalog
+        question = row["question"]
+        answerable = row.get("answerable", True)
+        # As the clinician's page asks: with the documents in force on the day asked
+        # about, today when the row names none.
+        day = dt.date.fromisoformat(row["as_of"]) if "as_of" in row else dt.date.today()
+        in_force = ActiveOn(day)
+        started = time.perf_counter()
+        answer = appliance.answers.ask(question, self.reader, in_force, in_force_on=day)
+        report.answer_ms.append((time.perf_counter() - started) * 1000)
+        report.generator, report.verifier = answer.generator, answer.verifier
+        outcome: dict[str, object] = {
+            "question": question,
+            "answerable": answerable,
+            "kinds": row.get("kinds", []),
+            "refused": answer.refused,
+            "refusal": answer.refusal_reason,
+        }
+        if "as_of" in row:
+            outcome["as_of"] = row["as_of"]
+        for verified in answer.sentences:
+            for span in verified.spans:
+                report.citations += 1
+                text = catalog.document_text(span.doc_id) or ""
+                self.valid_spans += text[span.start : span.end] == span.quote
+                entailment = appliance.verifier.check(span.quote, verified.sentence.text)
+                self.entailed_citations += entailment.entailed
+        unsafe = not answerable and not answer.refused
+        unsafe = unsafe or _cites_out_of_scope(appliance, question, answer)
+        report.unsafe_answers += unsafe
+        outcome["unsafe"] = unsafe
+        if not answerable:
+            self.refusals_correct.append(answer.refused)
+            outcome["answer"] = " ".join(v.sentence.text for v in answer.sentences)
             report.per_question.append(outcome)
+            return
+        report.answerable += 1
+        self.refusals_false.append(answer.refused)
+        golds = gold_quotes(row)
+        gold, missing = gold_chunk_ids(catalog, golds)
+        report.failures.extend(missing)
+        if not gold:
+            return
+        fused = appliance.retriever.retrieve(question, 10, in_force)
+        recalled = any(c.chunk.chunk_id in gold for c in fused)
+        self.recalls.append(recalled)
+        fused_rank = next((n for n, c in enumerate(fused, 1) if c.chunk.chunk_id in gold), None)
+        ranked = appliance.query.run(question, self.reader, 10, in_force).candidates
+        rank = next((n for n, c in enumerate(ranked, 1) if c.chunk.chunk_id in gold), None)
+        self.reciprocal_ranks.append(1 / rank if rank else 0.0)
+        text = " ".join(v.sentence.text for v in answer.sentences)
+        has_all = all(expected["quote"] in text for expected in golds)
+        self.contains.append(has_all)
+        quotes = " ".join(expected["quote"] for expected in golds)
+        self.f1s.append(token_f1(text, quotes) if text else 0.0)
+        outcome.update(
+            recalled_at_10=recalled,
+            gold_rank_before_rerank=fused_rank,
+            gold_rank_after_rerank=rank,
+            answer=text,
+            contains_gold=has_all,
+        )
+        report.per_question.append(outcome)
 
-    def mean(values: list[bool] | list[float]) -> float:
-        return float(sum(values) / len(values)) if values else 0.0
+    def finished(self) -> GoldenReport:
+        report, citations = self.report, self.report.citations
+        report.recall_at_10_before_rerank = _mean(self.recalls)
+        report.mean_reciprocal_rank_after_rerank = _mean(self.reciprocal_ranks)
+        report.exact_span_validity = self.valid_spans / citations if citations else 1.0
+        report.citation_precision = self.entailed_citations / citations if citations else 0.0
+        report.answer_contains_gold = _mean(self.contains)
+        report.answer_token_f1 = _mean(self.f1s)
+        report.correct_refusal_rate = _mean(self.refusals_correct)
+        report.false_refusal_rate = _mean(self.refusals_false)
+        return report
 
-    report.recall_at_10_before_rerank = mean(recalls)
-    report.mean_reciprocal_rank_after_rerank = mean(reciprocal_ranks)
-    report.exact_span_validity = valid_spans / report.citations if report.citations else 1.0
-    report.citation_precision = entailed_citations / report.citations if report.citations else 0.0
-    report.answer_contains_gold = mean(contains)
-    report.answer_token_f1 = mean(f1s)
-    report.correct_refusal_rate = mean(refusals_correct)
-    report.false_refusal_rate = mean(refusals_false)
-    return report
+
+def _mean(values: list[bool] | list[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
 
 
 def _cites_out_of_scope(appliance: Appliance, question: str, answer: Answer) -> bool:
