@@ -238,9 +238,17 @@ def train_generator(
         ),
     ] = None,
     per_source: Annotated[int, typer.Option(min=1, help="At most N questions per source.")] = 400,
+    # None by default: the answer path's gates refuse what the documents do not answer
+    # before a generator is asked, and the small base trained with 10% refusals answered
+    # "not found" to nearly every question (README, "Fine-tuning the generator").
     refusals: Annotated[
-        float, typer.Option(min=0.0, max=0.9, help="Share of questions given others' passages.")
-    ] = 0.2,
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.9,
+            help="Share of questions given others' passages, to answer 'not found'.",
+        ),
+    ] = 0.0,
     passages: Annotated[
         int,
         typer.Option(
