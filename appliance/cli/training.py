@@ -238,9 +238,10 @@ def train_generator(
         ),
     ] = None,
     per_source: Annotated[int, typer.Option(min=1, help="At most N questions per source.")] = 400,
-    # No refusal examples by default: the answer path's gates refuse what the documents do not answer
-    # before a generator is asked, and the small base trained with 10% refusals answered
-    # "not found" to nearly every question (README, "Fine-tuning the generator").
+    # No refusal examples by default: the answer path's gates refuse what the documents
+    # do not answer before a generator is asked, and the small base trained with 10%
+    # refusals answered "not found" to nearly every question (README, "Fine-tuning the
+    # generator").
     refusals: Annotated[
         float,
         typer.Option(
