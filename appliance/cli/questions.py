@@ -198,7 +198,7 @@ def print_answer(answer: dict[str, Any]) -> None:
     """An answer (``Answer.to_dict``, as the service also returns it) in words, every
     sentence with its citations; a refusal with its reason and closest sources."""
     if answer["refused"]:
-        reason = answer["refusal"]
+        reason = escape(answer["refusal"])
         console.print(f"[bold yellow]{NOT_ANSWERED}[/bold yellow] [dim]({reason})[/dim]")
         for source in answer["closest_sources"]:
             where = " > ".join(source["heading_path"])
