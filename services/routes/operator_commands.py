@@ -20,6 +20,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,17 +127,12 @@ def search(data: SearchOrder, service: Service) -> dict[str, Any]:
     search_filter = requested_filter(
         data.departments, data.sensitivities, data.doc_types, data.as_of, data.all_dates
     )
-    with service.engine_lock:
+    with service.engine_lock, _refused_as_bad_requests():
         appliance = service.appliance
-        try:
-            subject = appliance.subjects.get(data.user)
-            result = appliance.query.run(
-                data.question, subject, data.top_k, search_filter, data.mode, data.rerank
-            )
-        except UnknownSubject as error:
-            raise ClientException(f"{error}; see 'appliance users list'") from None
-        except (QueryError, ValueError) as error:
-            raise ClientException(str(error)) from None
+        subject = appliance.subjects.get(data.user)
+        result = appliance.query.run(
+            data.question, subject, data.top_k, search_filter, data.mode, data.rerank
+        )
     return result.report(data.question, data.user, search_filter)
 
 
@@ -145,15 +141,10 @@ def ask(data: AskOrder, service: Service) -> dict[str, Any]:
     """As ``appliance ask`` answers, and audited alike (the asker is the user named)."""
     _same_generator(service, data.generator)
     day = data.as_of or dt.date.today()
-    with service.engine_lock:
+    with service.engine_lock, _refused_as_bad_requests():
         appliance = service.appliance
-        try:
-            subject = appliance.subjects.get(data.user)
-            answer = appliance.answers.ask(data.question, subject, ActiveOn(day), in_force_on=day)
-        except UnknownSubject as error:
-            raise ClientException(f"{error}; see 'appliance users list'") from None
-        except (QueryError, ValueError) as error:
-            raise ClientException(str(error)) from None
+        subject = appliance.subjects.get(data.user)
+        answer = appliance.answers.ask(data.question, subject, ActiveOn(day), in_force_on=day)
     metrics.answered(answer)
     return answer.to_dict()
 
@@ -205,6 +196,17 @@ async def golden_eval(data: EvalOrder, service: Service) -> Stream:
             gone.set()  # the command left early: stop after the question being asked
 
     return Stream(stream(), media_type="application/x-ndjson")
+
+
+@contextmanager
+def _refused_as_bad_requests() -> Iterator[None]:
+    """An unknown user or a question the engines refuse, as the command's error (400)."""
+    try:
+        yield
+    except UnknownSubject as error:
+        raise ClientException(f"{error}; see 'appliance users list'") from None
+    except (QueryError, ValueError) as error:
+        raise ClientException(str(error)) from None
 
 
 def _same_generator(service: Service, asked: str | None) -> None:
