@@ -30,7 +30,9 @@ from appliance.settings import Settings
 
 log = logging.getLogger(__name__)
 
-ModelKind = Literal["sentence-transformer", "spacy", "cross-encoder", "gguf", "fastcoref"]
+ModelKind = Literal[
+    "sentence-transformer", "spacy", "cross-encoder", "gguf", "fastcoref", "lora-adapter"
+]
 
 
 class ModelUnavailable(RuntimeError):
@@ -382,10 +384,17 @@ def _gguf_file(directory: Path) -> Path:
     return files[0]
 
 
+def _adapter_directory(directory: Path) -> Path:
+    """A LoRA adapter is merged into its base (``appliance models merge-generator``) or
+    served on top of it by vLLM, never run alone: "loading" it names its folder."""
+    return directory
+
+
 _LOADERS = {
     "sentence-transformer": _load_sentence_transformer,
     "spacy": _load_spacy,
     "cross-encoder": _load_pair_classifier,
     "gguf": _gguf_file,
     "fastcoref": _load_fastcoref,
+    "lora-adapter": _adapter_directory,
 }

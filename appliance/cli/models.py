@@ -10,7 +10,12 @@ import typer
 from rich.table import Table
 
 from appliance.cli.common import console, open_appliance
-from appliance.cli.training import train_generator, train_reranker, train_verifier
+from appliance.cli.training import (
+    merge_generator,
+    train_generator,
+    train_reranker,
+    train_verifier,
+)
 from appliance.model_registry import ModelNotInstalled, ModelUnavailable, hash_directory
 from appliance.operate.doctor import roles_in_use
 
@@ -18,6 +23,7 @@ models_app = typer.Typer(no_args_is_help=True, help="Inspect, verify and train m
 models_app.command("train-reranker")(train_reranker)
 models_app.command("train-verifier")(train_verifier)
 models_app.command("train-generator")(train_generator)
+models_app.command("merge-generator")(merge_generator)
 
 
 @models_app.command("list")

@@ -1,9 +1,11 @@
-"""``appliance models train-reranker`` and ``train-verifier``: a site trains its own pair
-classifiers with the recipes of ``appliance.training``, imported inside the commands so
-that the product CLI starts fast."""
+"""``appliance models train-reranker``, ``train-verifier`` and ``train-generator``: a site
+trains its own models with the recipes of ``appliance.training``, imported inside the
+commands so that the product CLI starts fast; ``merge-generator`` merges a LoRA adapter
+(the shipped one, or one trained here) into its base for the llama.cpp server."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 
 from appliance.cli.common import console, errors, fail, open_appliance
 from appliance.cli.progress import progress_display
-from appliance.model_registry import ModelUnavailable
+from appliance.engines import Appliance
+from appliance.model_registry import ModelManifest, ModelUnavailable
 
 T = TypeVar("T")
 
@@ -287,7 +290,6 @@ def train_generator(
     from appliance.training.generator_lora import (
         GeneratorTrainingReport,
         LoraRecipe,
-        export_merged_gguf,
         load_base,
         merged_deltas,
         save_adapter,
@@ -342,14 +344,16 @@ def train_generator(
         tuned, report = _with_progress(run)
         site = appliance.registry.site_models_dir
         save_adapter(tuned, site / name / "adapter", report)
-        merged = site / name / "gguf"
-        merged.mkdir(parents=True, exist_ok=True)
-        export_merged_gguf(gguf_file, merged_deltas(tuned), merged / "model.gguf")
-        manifest = write_manifest(
-            site, role, f"{name} (LoRA on {base_model.manifest.name}, merged)", merged,
-            provenance, base_model.manifest,
-            "Answer generator fine-tuned on this site (appliance models train-generator).",
-            kind="gguf",
+        write_manifest(
+            site, f"{role}-adapter", f"{name} (LoRA adapter on {base_model.manifest.name})",
+            site / name / "adapter", provenance, base_model.manifest,
+            "LoRA adapter of the answer generator (appliance models train-generator): what "
+            "vLLM serves on the base, and what merge-generator merges into it.",
+            kind="lora-adapter",
+        )  # fmt: skip
+        merged, manifest = _register_merged(
+            appliance, gguf_file, base_model.manifest, merged_deltas(tuned), name, role,
+            provenance,
         )  # fmt: skip
     console.print(
         f"{report.examples_used} examples ({report.examples_too_long} too long), "
@@ -357,7 +361,85 @@ def train_generator(
         f"loss {report.loss_by_step[0]:.3f} -> {report.loss_by_step[-1]:.3f}"
         + (f", held out {report.held_out_loss:.3f}" if report.held_out_loss is not None else "")
         + f"\nfor vLLM: base {site / name / 'base'}, adapter {site / name / 'adapter'}"
-        + f"\nfor llama.cpp: {merged / 'model.gguf'}"
+        + f"\nfor llama.cpp: {merged}"
         + f"\nmanifest {manifest}",
         highlight=False,
     )
+
+
+def merge_generator(
+    adapter: Annotated[
+        str, typer.Option(help="Registry role of the LoRA adapter (shipped or trained here).")
+    ] = "llm-tuned-adapter",
+    base: Annotated[str, typer.Option(help="Registry role of the base GGUF model.")] = "llm-small",
+    name: Annotated[str, typer.Option(help="Folder under the site model directory.")] = (
+        "generator-lora"
+    ),
+    role: Annotated[str, typer.Option(help="Registry role the merged model fills.")] = (
+        "llm-tuned"
+    ),
+) -> None:
+    """Merge a LoRA adapter into its base GGUF for the llama.cpp server and register it
+    under --role (choose it with generator.model_role): how a site serves the adapter the
+    product ships without training one."""
+    from appliance.training.generator_lora import adapter_deltas
+    from appliance.training.manifest import now
+
+    with open_appliance() as appliance:
+        try:
+            lora = appliance.registry.resolve(adapter)
+            base_model = appliance.registry.resolve(base)
+        except ModelUnavailable as error:
+            raise fail(str(error), code=2) from None
+        if lora.manifest.kind != "lora-adapter":
+            raise fail(
+                f"--adapter {adapter} is a {lora.manifest.kind} model, not a LoRA adapter", code=2
+            )
+        if base_model.manifest.kind != "gguf":
+            raise fail(f"--base {base} is a {base_model.manifest.kind} model, not a GGUF", code=2)
+        trained_on = json.loads((lora.directory / "training.json").read_text("utf-8"))["base"]
+        if trained_on != base_model.manifest.name:
+            raise fail(
+                f"the adapter {lora.manifest.name} was trained on {trained_on}, and --base "
+                f"{base} is {base_model.manifest.name}: name the base it was trained on",
+                code=2,
+            )
+        gguf_file: Path = appliance.registry.load(base)
+        errors.print(f"[dim]merging {lora.manifest.name} into {gguf_file.name}...[/dim]")
+        deltas = adapter_deltas(gguf_file, lora.directory)
+        provenance = {
+            **lora.manifest.provenance,
+            "adapter": f"{lora.manifest.name} (role {adapter})",
+            "merged_at": now(),
+            "merged_by": "appliance models merge-generator " + " ".join(sys.argv[3:]),
+        }
+        merged, manifest = _register_merged(
+            appliance, gguf_file, base_model.manifest, deltas, name, role, provenance
+        )
+    console.print(f"for llama.cpp: {merged}\nmanifest {manifest}", highlight=False)
+
+
+def _register_merged(
+    appliance: Appliance,
+    base_gguf: Path,
+    base: ModelManifest,
+    deltas: dict[str, Any],
+    name: str,
+    role: str,
+    provenance: dict[str, str],
+) -> tuple[Path, Path]:
+    """The base GGUF with the adapter's deltas merged, written under the site model
+    directory and registered under ``role``: the merged file and its manifest."""
+    from appliance.training.generator_lora import export_merged_gguf
+    from appliance.training.manifest import write_manifest
+
+    site = appliance.registry.site_models_dir
+    folder = site / name / "gguf"
+    folder.mkdir(parents=True, exist_ok=True)
+    export_merged_gguf(base_gguf, deltas, folder / "model.gguf")
+    manifest = write_manifest(
+        site, role, f"{name} (LoRA on {base.name}, merged)", folder, provenance, base,
+        "Answer generator fine-tuned with LoRA, merged into its base for llama.cpp.",
+        kind="gguf",
+    )  # fmt: skip
+    return folder / "model.gguf", manifest

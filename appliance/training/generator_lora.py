@@ -12,7 +12,9 @@ other tensors, quantised as they were) copied: the llama.cpp server the applianc
 loads it as it loads the base. llama.cpp keeps the query and key projections of a
 Llama with their rows permuted for its rotary embedding, so their merged weights are
 permuted the same way (as llama.cpp's own converter does). The PEFT adapter itself is
-what vLLM loads (``--enable-lora``).
+what vLLM loads (``--enable-lora``), and what the product ships: ``adapter_deltas``
+reads a saved adapter back onto its base, so the merged GGUF is rebuilt on any site
+from the adapter (10 MB) and the base the registry already has.
 """
 
 from __future__ import annotations
@@ -226,6 +228,14 @@ def merged_deltas(tuned: Any) -> dict[str, np.ndarray]:
             delta = llama_rope_permute(delta, config.num_key_value_heads)
         deltas[f"blk.{layer}.{_GGUF_NAMES[kind]}.weight"] = delta
     return deltas
+
+
+def adapter_deltas(base_gguf: Path, adapter: Path) -> dict[str, np.ndarray]:
+    """``merged_deltas`` of a saved PEFT adapter, read onto the base it was trained on."""
+    from peft import PeftModel
+
+    model, _tokenizer = load_base(base_gguf.parent, base_gguf.name)
+    return merged_deltas(PeftModel.from_pretrained(model, adapter))
 
 
 def export_merged_gguf(base_gguf: Path, deltas: dict[str, np.ndarray], target: Path) -> None:

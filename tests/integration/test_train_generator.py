@@ -98,3 +98,74 @@ def test_the_llama_cpp_generator_serves_the_tuned_model(trained: Path, tmp_path:
             e for e in audit_entries(trained, "answer") if e["request_id"] == answer.request_id
         ]
         assert record["details"]["raw_output"]  # what the tuned model wrote, kept for the audit
+
+
+def _gguf_tensors(path: Path) -> dict[str, np.ndarray]:
+    import gguf
+
+    return {t.name: np.array(t.data) for t in gguf.GGUFReader(path).tensors}
+
+
+def test_merge_generator_rebuilds_the_merged_model_from_the_registered_adapter(
+    trained: Path,
+) -> None:
+    """train-generator registers its adapter; merge-generator, reading it back onto the
+    base, writes the same merged GGUF that training wrote: how a site serves a shipped
+    adapter without training."""
+    registry = ModelRegistry(make_settings(trained))
+    adapter = registry.resolve("llm-tiny-adapter")
+    assert adapter.manifest.kind == "lora-adapter"
+    assert adapter.directory == trained / "models" / "tiny-lora" / "adapter"
+    result = CliRunner().invoke(
+        app,
+        ["models", "merge-generator", "--adapter", "llm-tiny-adapter", "--name", "tiny-again",
+         "--role", "llm-tiny-again"],
+        env={"APPLIANCE_DATA_DIR": str(trained)},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    registry = ModelRegistry(make_settings(trained))
+    again: Path = registry.load("llm-tiny-again")
+    assert again == trained / "models" / "tiny-again" / "gguf" / "model.gguf"
+    provenance = registry.manifest("llm-tiny-again").provenance
+    assert provenance["adapter"].endswith("(role llm-tiny-adapter)")
+    assert "train-generator" in provenance["command"]  # the adapter's own recipe, kept
+    trained_tensors = _gguf_tensors(registry.load("llm-tiny"))
+    merged_tensors = _gguf_tensors(again)
+    assert trained_tensors.keys() == merged_tensors.keys()
+    for name, weights in trained_tensors.items():
+        assert merged_tensors[name].dtype == weights.dtype
+        if weights.dtype == np.float16:
+            assert np.abs(merged_tensors[name].astype(np.float32) - weights).max() < 1e-3, name
+        else:
+            assert np.array_equal(merged_tensors[name], weights), name
+
+
+def test_merge_generator_refuses_a_base_the_adapter_was_not_trained_on(trained: Path) -> None:
+    """An adapter's deltas on another base are noise: refused, nothing registered."""
+    manifests = trained / "models" / "manifests"
+    llm_small = Path(__file__).resolve().parents[2] / "models" / "manifests" / "llm-small.toml"
+    other = llm_small.read_text().replace('role = "llm-small"', 'role = "llm-other"')
+    (manifests / "llm-other.toml").write_text(
+        other.replace('name = "SmolLM2-135M-Instruct (Q4_1 GGUF)"', 'name = "Another base"')
+    )
+    runner = CliRunner()
+    env = {"APPLIANCE_DATA_DIR": str(trained)}
+    try:
+        result = runner.invoke(
+            app,
+            ["models", "merge-generator", "--adapter", "llm-tiny-adapter", "--base",
+             "llm-other", "--role", "llm-wrong", "--name", "wrong"],
+            env=env,
+        )  # fmt: skip
+        assert result.exit_code == 2
+        assert "was trained on SmolLM2-135M-Instruct (Q4_1 GGUF)" in result.output
+        result = runner.invoke(
+            app,
+            ["models", "merge-generator", "--adapter", "embedder", "--role", "llm-wrong"],
+            env=env,
+        )
+        assert result.exit_code == 2 and "not a LoRA adapter" in result.output
+        assert not (manifests / "llm-wrong.toml").exists()
+        assert not (trained / "models" / "wrong").exists()
+    finally:
+        (manifests / "llm-other.toml").unlink()
