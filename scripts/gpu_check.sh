@@ -10,10 +10,11 @@
 #   TUNED=$APPLIANCE_DATA_DIR/models/generator-lora VLLM_WHEELS=/media/bundle/wheels \
 #       scripts/gpu_check.sh
 #
-# TUNED: the folder train-generator wrote (base/ and adapter/); VLLM_WHEELS: vLLM and its
-# dependencies as wheels (the offline bundle's), installed with --no-index when vllm is
-# not importable. REHEARSE_ON_CPU=1 runs the same steps on a CPU machine with the
-# llama.cpp server and the merged GGUF of TUNED_ROLE (default llm-tuned) instead of vLLM.
+# TUNED: the folder train-generator wrote (base/ and adapter/), or merge-generator --vllm
+# from the shipped adapter; VLLM_WHEELS: vLLM and its dependencies as wheels (the offline
+# bundle's), installed with --no-index when vllm is not importable. REHEARSE_ON_CPU=1 runs
+# the same steps on a CPU machine with the llama.cpp server and the merged GGUF of
+# TUNED_ROLE (default llm-tuned) instead of vLLM.
 # EVAL_SETS, CONCURRENCY and MAX_TOKENS override the golden sets, the concurrencies and
 # the longest answer of the serving benchmark.
 set -euo pipefail
@@ -51,7 +52,8 @@ ModelRegistry(Settings()).resolve(sys.argv[1])' "$role"
 else
     for part in base adapter; do
         if [ ! -d "$TUNED/$part" ]; then
-            echo "no $TUNED/$part: run 'appliance models train-generator' first, or set TUNED" >&2
+            echo "no $TUNED/$part: run 'appliance models merge-generator --vllm' (the shipped" \
+                "adapter) or 'train-generator' first, or set TUNED" >&2
             exit 2
         fi
     done

@@ -378,11 +378,17 @@ def merge_generator(
     role: Annotated[str, typer.Option(help="Registry role the merged model fills.")] = (
         "llm-tuned"
     ),
+    vllm: Annotated[
+        bool,
+        typer.Option("--vllm", help="Also write base/ and adapter/ beside it: what vLLM serves."),
+    ] = False,
 ) -> None:
     """Merge a LoRA adapter into its base GGUF for the llama.cpp server and register it
     under --role (choose it with generator.model_role): how a site serves the adapter the
     product ships without training one."""
-    from appliance.training.generator_lora import adapter_deltas
+    import shutil
+
+    from appliance.training.generator_lora import adapter_deltas, load_base, save_base
     from appliance.training.manifest import now
 
     with open_appliance() as appliance:
@@ -406,7 +412,12 @@ def merge_generator(
             )
         gguf_file: Path = appliance.registry.load(base)
         errors.print(f"[dim]merging {lora.manifest.name} into {gguf_file.name}...[/dim]")
-        deltas = adapter_deltas(gguf_file, lora.directory)
+        model, tokenizer = load_base(gguf_file.parent, gguf_file.name)
+        folder = appliance.registry.site_models_dir / name
+        if vllm:
+            save_base(model, tokenizer, folder / "base")
+            shutil.copytree(lora.directory, folder / "adapter", dirs_exist_ok=True)
+        deltas = adapter_deltas(model, lora.directory)
         provenance = {
             **lora.manifest.provenance,
             "adapter": f"{lora.manifest.name} (role {adapter})",
@@ -416,7 +427,11 @@ def merge_generator(
         merged, manifest = _register_merged(
             appliance, gguf_file, base_model.manifest, deltas, name, role, provenance
         )
-    console.print(f"for llama.cpp: {merged}\nmanifest {manifest}", highlight=False)
+    console.print(
+        (f"for vLLM: base {folder / 'base'}, adapter {folder / 'adapter'}\n" if vllm else "")
+        + f"for llama.cpp: {merged}\nmanifest {manifest}",
+        highlight=False,
+    )
 
 
 def _register_merged(

@@ -230,12 +230,12 @@ def merged_deltas(tuned: Any) -> dict[str, np.ndarray]:
     return deltas
 
 
-def adapter_deltas(base_gguf: Path, adapter: Path) -> dict[str, np.ndarray]:
-    """``merged_deltas`` of a saved PEFT adapter, read onto the base it was trained on."""
+def adapter_deltas(base: Any, adapter: Path) -> dict[str, np.ndarray]:
+    """``merged_deltas`` of a saved PEFT adapter, read onto the base model it was trained
+    on (wrapped in place, as training does)."""
     from peft import PeftModel
 
-    model, _tokenizer = load_base(base_gguf.parent, base_gguf.name)
-    return merged_deltas(PeftModel.from_pretrained(model, adapter))
+    return merged_deltas(PeftModel.from_pretrained(base, adapter))
 
 
 def export_merged_gguf(base_gguf: Path, deltas: dict[str, np.ndarray], target: Path) -> None:

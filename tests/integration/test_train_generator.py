@@ -119,13 +119,18 @@ def test_merge_generator_rebuilds_the_merged_model_from_the_registered_adapter(
     result = CliRunner().invoke(
         app,
         ["models", "merge-generator", "--adapter", "llm-tiny-adapter", "--name", "tiny-again",
-         "--role", "llm-tiny-again"],
+         "--role", "llm-tiny-again", "--vllm"],
         env={"APPLIANCE_DATA_DIR": str(trained)},
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     registry = ModelRegistry(make_settings(trained))
     again: Path = registry.load("llm-tiny-again")
     assert again == trained / "models" / "tiny-again" / "gguf" / "model.gguf"
+    for_vllm = trained / "models" / "tiny-again"  # --vllm: the base and the adapter beside it
+    assert (for_vllm / "base" / "config.json").is_file()
+    for adapter_file in adapter.manifest.files:
+        copied = for_vllm / "adapter" / adapter_file.path
+        assert copied.read_bytes() == (adapter.directory / adapter_file.path).read_bytes()
     provenance = registry.manifest("llm-tiny-again").provenance
     assert provenance["adapter"].endswith("(role llm-tiny-adapter)")
     assert "train-generator" in provenance["command"]  # the adapter's own recipe, kept
