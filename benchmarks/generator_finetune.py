@@ -182,6 +182,11 @@ def main() -> None:
     )
     parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each run's data directory (its audit log holds every raw answer) here",
+    )
+    parser.add_argument(
         "--limit",
         type=int,
         help="only the first N answerable questions of each file (and N/3 unanswerable)",
@@ -214,6 +219,8 @@ def main() -> None:
             if args.limit:
                 questions = [_first(q, args.limit, Path(scratch)) for q in questions]
             results[name] = measure(role, rule, framing, data, questions, args.max_tokens)
+            if args.keep:
+                shutil.copytree(data, args.keep / name.replace(" ", "_"), dirs_exist_ok=True)
     table = Table(title="Answer generator on llama.cpp (CPU): base and tuned, by quote rule")
     table.add_column("figure")
     for name in results:

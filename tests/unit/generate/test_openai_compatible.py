@@ -15,7 +15,7 @@ from appliance.generate.openai_compatible import (
     complete_sentences,
     parse_answer,
 )
-from appliance.generate.prompt import QuoteRule, answer_schema
+from appliance.generate.prompt import RULES, QuoteRule, answer_schema
 from appliance.records import Chunk, DocumentMetadata
 
 
@@ -174,6 +174,24 @@ def test_quoted_claims_say_a_passage_sentence_word_for_word_and_cite_it() -> Non
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(claim(text, chunk_id, quote), schema)
     jsonschema.validate({"not_found": True, "decision": "none", "sentences": []}, schema)
+
+
+def test_an_answer_holds_at_most_the_three_sentences_the_rules_ask_for() -> None:
+    """A small model that repeats a quoted claim is stopped by the schema at the third,
+    not by the token limit in the middle of the JSON (where the decision is lost)."""
+    sentence = "Take blood cultures before antibiotics."
+    claim = {"kind": "claim", "citations": [{"chunk_id": "sepsis@4#0002", "quote": sentence}],
+             "text": sentence}  # fmt: skip
+    for quotes in ("quoted", "verbatim", "free"):
+        schema = answer_schema(PASSAGES, quotes)  # type: ignore[arg-type]
+        jsonschema.validate(_answer([claim] * 3), schema)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(_answer([claim] * 4), schema)
+    assert "one to three short sentences" in RULES
+
+
+def _answer(sentences: list[dict[str, object]]) -> dict[str, object]:
+    return {"not_found": False, "decision": "none", "sentences": sentences}
 
 
 def test_the_grammar_llama_cpp_compiles_from_the_schema_admits_no_free_values() -> None:
