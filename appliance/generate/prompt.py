@@ -19,7 +19,7 @@ from appliance.generate.quotable import quotable
 MAX_SENTENCES = 3
 """An answer is one to three sentences, as the rules say. The bound is also what stops a
 small model that repeats itself: the fine-tuned SmolLM2 wrote the same quoted claim up to
-five times, and a third of its answers ran out of tokens mid-JSON, losing the decision
+five times, and more than half its answers ran out of tokens mid-JSON, losing the decision
 (a quoted claim costs about a hundred tokens)."""
 
 
