@@ -22,6 +22,7 @@ from appliance.generate.base import Generator
 from appliance.generate.extractive import ExtractiveGenerator
 from appliance.generate.llama_cpp_server import LlamaCppServer
 from appliance.generate.openai_compatible import OpenAICompatibleGenerator
+from appliance.generate.prompt import fence_key
 from appliance.index.base import (
     GraphIndex,
     LexicalEngine,
@@ -240,6 +241,7 @@ class Appliance:
                 timeout_s=settings.timeout_s,
                 name=f"llama-cpp:{self.registry.manifest(settings.model_role).name}",
                 server=server,
+                fence_key=fence_key(self.settings.data_dir),
             )
         return OpenAICompatibleGenerator(
             settings.server_url,
@@ -251,6 +253,7 @@ class Appliance:
             timeout_s=settings.timeout_s,
             api_key=os.environ.get(settings.api_key_env) or None,
             name=f"openai:{settings.served_model}",
+            fence_key=fence_key(self.settings.data_dir),
         )
 
     @cached_property

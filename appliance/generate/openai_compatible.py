@@ -134,6 +134,7 @@ class OpenAICompatibleGenerator:
         api_key: str | None = None,
         name: str | None = None,
         server: LlamaCppServer | None = None,
+        fence_key: bytes | None = None,
     ) -> None:
         self.name = name or f"openai-compatible:{model}"
         self._server = server  # a server this generator owns, stopped on close
@@ -142,6 +143,7 @@ class OpenAICompatibleGenerator:
         self._quotes = quotes
         self._framing = framing
         self._max_tokens = max_tokens
+        self._fence_key = fence_key  # None: a random fence nonce per request
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers
@@ -161,11 +163,12 @@ class OpenAICompatibleGenerator:
         return {"response_format": {"type": "json_object", "schema": schema}}
 
     def request_body(self, question: str, passages: Sequence[ContextPassage]) -> dict[str, Any]:
-        """The chat-completions request (deterministic: temperature 0)."""
+        """The chat-completions request (deterministic: temperature 0, and with a fence
+        key the same prompt for the same question and passages)."""
         schema = answer_schema(passages, self._quotes, self._framing)
         return {
             "model": self._model,
-            "messages": build_messages(question, list(passages)),
+            "messages": build_messages(question, list(passages), self._fence_key),
             "temperature": 0.0,
             "max_tokens": self._max_tokens,
             **self._structure(schema),

@@ -2,13 +2,15 @@
 that can.
 
 A backup holds the catalog (every document's text, chunks, labels and parse graphs), the
-access files (policy, users, local accounts, break-the-glass ledger) and the audit log
-with its signing key, each with its sha256 in a manifest. The stores (BM25, vectors, the
-knowledge graph) are not in it: they are made again from the catalog on restore, so a
-backup taken while the service runs is consistent (SQLite's online backup for the
-databases; the audit checkpoints copied before the entries, so every checkpoint's entries
-are there). The archive holds patient documents and the audit signing key: it is written
-readable by its owner only, and belongs where the data directory's own copies go.
+access files (policy, users, local accounts, break-the-glass ledger), the audit log
+with its signing key and the prompts' fence key (so that a restored site asked the same
+question on the same documents writes the same prompt), each with its sha256 in a
+manifest. The stores (BM25, vectors, the knowledge graph) are not in it: they are made
+again from the catalog on restore, so a backup taken while the service runs is consistent
+(SQLite's online backup for the databases; the audit checkpoints copied before the
+entries, so every checkpoint's entries are there). The archive holds patient documents
+and the audit signing key: it is written readable by its owner only, and belongs where
+the data directory's own copies go.
 
 A restore goes into an empty data directory only, refuses a file whose sha256 differs
 from the manifest (naming it), verifies the audit log against its signed checkpoints,
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, cast
 
+from appliance.generate.prompt import FENCE_KEY_FILE
 from appliance.model_registry import sha256_of
 from appliance.settings import Settings
 from audit.checkpoints import load_public_key
@@ -41,6 +44,7 @@ MANIFEST = "manifest.json"
 DATABASES = ("catalog.sqlite3", "access/break_glass.sqlite3")
 """Copied through SQLite's online backup, consistent while the service writes."""
 ACCESS_FILES = ("access/policy.csv", "access/subjects.toml", "access/accounts.json")
+SITE_FILES = (FENCE_KEY_FILE,)
 AUDIT_FILES = (CHECKPOINTS_FILE, ENTRIES_FILE, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE)
 """In this order: checkpoints before entries, so no checkpoint outruns the entries."""
 
@@ -92,7 +96,7 @@ def backup(settings: Settings, destination: Path) -> BackupReport:
             if (data / name).exists():
                 _copy_database(data / name, staging / name)
                 copied.append(name)
-        for name in (*ACCESS_FILES, *(f"audit/{f}" for f in AUDIT_FILES)):
+        for name in (*ACCESS_FILES, *SITE_FILES, *(f"audit/{f}" for f in AUDIT_FILES)):
             if (data / name).exists():
                 (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(data / name, staging / name)

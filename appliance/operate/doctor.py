@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from appliance.engines import Appliance
+from appliance.generate.prompt import FENCE_KEY_FILE
 from appliance.model_registry import ModelNotInstalled, ModelUnavailable
 from appliance.settings import Settings
 from audit.checkpoints import load_public_key
@@ -152,12 +153,15 @@ def _permissions(settings: Settings) -> tuple[Status, str]:
             settings.data_dir,
             settings.audit_dir / PRIVATE_KEY_FILE,
             settings.access_dir / "accounts.json",
+            settings.data_dir / FENCE_KEY_FILE,
         )
         if path.exists() and stat.S_IMODE(path.stat().st_mode) & 0o077
     ]
     if loose:
         return "fail", f"readable by others: {', '.join(loose)}; chmod go= them"
-    return "ok", "data directory, audit signing key and accounts readable by their owner only"
+    return "ok", (
+        "data directory, audit signing key, accounts and fence key readable by their owner only"
+    )
 
 
 def _disk(data_dir: Path) -> tuple[Status, str]:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from appliance.cli import app
+from appliance.generate.prompt import fence_key
 from appliance.model_registry import ModelRegistry
 from tests.conftest import SAMPLE_SUBJECTS, audit_entries, make_settings
 
@@ -247,6 +248,7 @@ def test_doctor_backup_and_restore(
     assert loose.exit_code == 1 and "readable by others" in said(loose)
     key.chmod(0o600)
 
+    fence = fence_key(data_dir)  # made once an LLM generator starts; restored with the rest
     made = runner.invoke(app, ["backup", str(tmp_path / "backups")])
     assert made.exit_code == 0, made.output
     [archive] = (tmp_path / "backups").glob("appliance-backup-*.tar.gz")
@@ -257,6 +259,7 @@ def test_doctor_backup_and_restore(
     restored = runner.invoke(app, ["restore", str(archive)])
     assert restored.exit_code == 0, restored.output
     assert "stores rebuilt and in agreement" in said(restored)
+    assert fence_key(restored_dir) == fence  # the same prompts as before the restore
     again = runner.invoke(app, ["ask", "How long should I rub my hands with alcohol gel?",
                                 "--user", "dr-okafor"])  # fmt: skip
     assert again.exit_code == 0 and "20 to 30 seconds" in said(again), again.output
