@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from appliance.index.base import TermStatistics
@@ -28,9 +28,13 @@ mention nothing of the question: with a handful of documents, a plain IDF gives 
 word they share almost no weight and any word they lack all of it."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 EVERYDAY = 4.0
-"""A word at least this common in English (Zipf) weighs no more than one that a tenth
-of the readable chunks contain: everyday words ("soon", "need", "feet") that the
-documents happen not to use must not outweigh the clinical words of a question."""
+"""A word at least this common in English (Zipf), or an adverb made of one, weighs no
+more than one that a tenth of the readable chunks contain: everyday words ("soon",
+"need", "feet") that the documents happen not to use must not outweigh the clinical
+words of a question."""
+_ADVERB_ENDINGS = (("ically", "ic"), ("ily", "y"), ("bly", "ble"), ("ly", "le"), ("ly", ""))
+"""How an English adverb is made from its adjective or noun: basically/basic,
+happily/happy, probably/probable, gently/gentle, urgently/urgent, hourly/hour."""
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
 _QUESTION_FORM = re.compile(
@@ -66,6 +70,23 @@ class QuestionCoverage:
     """Identifiers of the asking sentences ("COVID-19") that no readable chunk contains."""
 
 
+def is_everyday(word: str, zipf: Callable[[str], float]) -> bool:
+    """An everyday English word, or an adverb made of one: "unexpectedly", "urgently"
+    and "hourly" say how or when, which documents write in their own words ("unplanned",
+    "at once", "every hour"), and weigh no more than "unexpected" would. An adverb of a
+    clinical word ("subcutaneously") keeps its weight, and so does a word that only ends
+    like an adverb ("anomaly")."""
+    word = word.lower()
+    if zipf(word) >= EVERYDAY:
+        return True
+    return any(
+        word.endswith(ending)
+        and len(word) > len(ending) + 2
+        and zipf(word[: -len(ending)] + base) >= EVERYDAY
+        for ending, base in _ADVERB_ENDINGS
+    )
+
+
 def _initials(passages: Sequence[str]) -> set[str]:
     """Every run of 2-6 consecutive words' initials, lowercased ("general practitioner"
     gives "gp")."""
@@ -98,7 +119,7 @@ def question_coverage(
     if not terms:
         return QuestionCoverage(1.0, (), {})
     frequencies, total = index.document_frequencies(terms, search_filter)
-    everyday = {t for w in _WORD.findall(spoken) if zipf(w.lower()) >= EVERYDAY
+    everyday = {t for w in _WORD.findall(spoken) if is_everyday(w, zipf)
                 for t in index.content_terms(w)}  # fmt: skip
     cap = math.log((total + BACKGROUND_CHUNKS) / (0.1 * total + 0.5))
     weights = {

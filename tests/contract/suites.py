@@ -386,6 +386,21 @@ class TermStatisticsContract:
         )
         assert "long" in named.missing
 
+    def test_an_adverb_of_an_everyday_word_weighs_as_an_everyday_word(self, index: Any) -> None:
+        # No chunk holds any of the three words below, so each would weigh the most:
+        # "urgently" says how (the passage says "within 24 hours"), "subcutaneously"
+        # names a route and "anomaly" a thing, both as specific as they are rare.
+        asked = question_coverage(
+            "Is an anomaly in the discharge summary sent urgently or subcutaneously?",
+            [DISCHARGE.text],
+            index,
+            None,
+        )
+        weight = {w: asked.weights[t] for w in ("urgent", "subcutan", "anomal")
+                  for t in asked.weights if t.startswith(w)}  # fmt: skip
+        assert weight["urgent"] < weight["subcutan"] == weight["anomal"]
+        assert {t[:6] for t in asked.missing} == {"urgent", "subcut", "anomal"}
+
     def test_what_the_asker_may_not_read_weighs_nothing(self, index: Any) -> None:
         readable = AnyOf("sensitivity", ("internal",))
         frequencies, total = index.document_frequencies(["pembrolizumab", "oncolog"], readable)
