@@ -44,6 +44,15 @@ _ASKS_FOR_A_DRUG = re.compile(
 )
 """A question whose answer is a drug: "which C. difficile treatment is used ...", "what
 is the first antibiotic for ..."."""
+_ASKS_FOR_A_KIND = re.compile(
+    r"^\s*(?:which|what)\s+(?:[\w-]+\s+){0,2}?([a-z][a-z-]+?)s?\s+"
+    r"(?:is|are|was|were|do|does|did|should|must|can|could|will|would|has|have)\b",
+    re.IGNORECASE,
+)
+"""A question that asks for a thing of a kind: "which screening test is used for ...",
+"what scale should ...". Its answer names one ("with the 4AT test"); a sentence that
+only repeats the question's words ("a 4AT score of 4 suggests delirium") does not."""
+_DIGIT_LED = re.compile(r"\b\d+[A-Za-z][\w-]*")
 _EXCEPTION = re.compile(r"\b(?:unless|except)\b", re.IGNORECASE)
 """How a document states when something is not done without a negation: "ergometrine
 500 micrograms IM, unless the woman has hypertension"."""
@@ -99,6 +108,22 @@ def holds_number_asked(question: str, text: str) -> bool:
     return any(
         (n < limit) if upper else (n > limit) for upper, limit in _bounds(text) for n in asked
     )
+
+
+def names_one_of_the_kind_asked(question: str, sentence: str) -> bool:
+    """Whether ``sentence`` names a thing of the kind the question asks for: it holds
+    the kind's word ("test") and a specific name the question does not ("4AT")."""
+    asked = _ASKS_FOR_A_KIND.match(question)
+    if asked is None:
+        return False
+    kind = re.compile(rf"\b{re.escape(asked.group(1))}s?\b", re.IGNORECASE)
+    return bool(kind.search(sentence)) and bool(_names(sentence) - _names(question))
+
+
+def _names(text: str) -> set[str]:
+    """Specific words, and identifiers that start with a digit ("4AT", "5HT3"; not plain
+    numbers)."""
+    return specific_words(text) | {w.lower() for w in _DIGIT_LED.findall(text)}
 
 
 class ExtractiveGenerator:
@@ -197,6 +222,7 @@ class ExtractiveGenerator:
             if best_for_part not in chosen:
                 chosen.append(best_for_part)
         chosen += self._organ_function_asked(question, options, scores, chosen)
+        chosen += self._kind_asked(question, options, scores, chosen)
         chosen.sort(key=lambda i: (options[i].passage.number, options[i].position))
         quoted: list[tuple[str, str, float]] = []  # (quote, chunk_id, score)
         for i in chosen:
@@ -242,6 +268,26 @@ class ExtractiveGenerator:
             and organ_function_in(option.judged_text) & asked
         ]  # fmt: skip
         return [max(speaking, key=lambda i: scores[i])] if speaking else []
+
+    @staticmethod
+    def _kind_asked(
+        question: str, options: list[QuoteCandidate], scores: np.ndarray, chosen: list[int]
+    ) -> list[int]:
+        """For a question that asks which thing of a kind ("which screening test ..."),
+        the sentence of a quoted passage that names one ("with the 4AT test"), when no
+        chosen sentence does: a sentence embedding prefers the one that repeats the
+        question's words ("a 4AT score of 4 or more suggests delirium")."""
+        if not _ASKS_FOR_A_KIND.match(question) or any(
+            names_one_of_the_kind_asked(question, options[i].quote) for i in chosen
+        ):
+            return []
+        quoted = {options[i].passage.number for i in chosen}
+        naming = [
+            i for i, option in enumerate(options)
+            if option.passage.number in quoted and np.isfinite(scores[i])
+            and names_one_of_the_kind_asked(question, option.quote)
+        ]  # fmt: skip
+        return [max(naming, key=lambda i: scores[i])] if naming else []
 
     def close(self) -> None:
         """Nothing to release: the embedder belongs to the appliance."""

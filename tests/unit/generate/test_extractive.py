@@ -8,6 +8,7 @@ from appliance.generate.base import ContextPassage, under_heading
 from appliance.generate.extractive import (
     ExtractiveGenerator,
     holds_number_asked,
+    names_one_of_the_kind_asked,
 )
 from appliance.generate.quotable import candidates_of
 from appliance.nlp.clinical_facts import ClinicalTerms
@@ -169,6 +170,30 @@ def test_a_question_asking_which_drug_is_answered_by_a_sentence_naming_one(
         embedder, drugs_named=ClinicalTerms.load().drugs_named, max_sentences=1
     )
     assert [s.text for s in reading_drugs.generate(question, passages).sentences] == [dose]
+
+
+def test_a_question_asking_which_kind_of_thing_is_answered_by_a_sentence_naming_one(
+    embedder: Embedder,
+) -> None:
+    """A question asking which scale is used asks for one: the sentence that names one
+    ("the Rockwood scale") is quoted beside the one an embedding prefers, which repeats
+    the question's words next to a threshold."""
+    names_it = "Assess every patient over 65 on admission with the Rockwood scale."
+    threshold = "A frailty score of 5 or more means the patient is moderately frail."
+    other = "Falls are recorded on the incident form."
+    passages = [
+        _passage(1, f"{threshold} {names_it}", ("Frailty",)),
+        _passage(2, other, ("Falls",)),
+    ]
+    assert names_one_of_the_kind_asked("Which assessment scale is used for frailty?", names_it)
+    assert not names_one_of_the_kind_asked("Which assessment scale is used?", threshold)
+    assert not names_one_of_the_kind_asked("How is frailty assessed?", names_it)
+    generator = ExtractiveGenerator(embedder, max_sentences=1)
+    answer = generator.generate("Which assessment scale is used for frailty?", passages)
+    assert [s.text for s in answer.sentences] == [threshold, names_it]
+    # Asked another way, nothing is added: the best sentence alone.
+    answer = generator.generate("What frailty score means moderate frailty?", passages)
+    assert [s.text for s in answer.sentences] == [threshold]
 
 
 def test_a_question_about_kidney_function_gets_the_sentence_that_states_it(
