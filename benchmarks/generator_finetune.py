@@ -22,11 +22,17 @@ sentences offered or not (``generator.framing``, off by default).
 
 The tuned role is what ``appliance models train-generator`` registered (in the site
 model directory of APPLIANCE_DATA_DIR, or --models-from).
+
+Each run writes a fixed fence key into its data directory, so two runs of the same
+command ask the same prompts and print the same figures. ``--fence-keys N`` runs each
+model under N keys and prints each figure's mean with its range: a small model's choice
+of sentence moves with the fence's nonce, and one key is one draw.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import statistics
@@ -42,7 +48,7 @@ from appliance.engines import Appliance
 from appliance.eval.golden import evaluate
 from appliance.generate.base import ContextPassage
 from appliance.generate.openai_compatible import complete_sentences
-from appliance.generate.prompt import QuoteRule, answer_schema
+from appliance.generate.prompt import FENCE_KEY_FILE, QuoteRule, answer_schema
 from appliance.settings import GeneratorSettings, Settings
 
 CONSOLE = Console(stderr=True)
@@ -138,6 +144,33 @@ def _shown(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def fence_key(index: int) -> bytes:
+    """The benchmark's ``index``-th fence key: fixed, so runs repeat."""
+    return hashlib.sha256(f"generator-benchmark-fence-key-{index}".encode()).digest()
+
+
+def summarised(runs: list[dict[str, float | None]]) -> dict[str, object]:
+    """One key's figures as they are; several keys' as mean, min and max per figure."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    summary: dict[str, object] = {}
+    for figure in runs[0]:
+        values = [v for run in runs if (v := run[figure]) is not None]
+        summary[figure] = (
+            {"mean": statistics.fmean(values), "min": min(values), "max": max(values)}
+            if values
+            else None
+        )
+    summary["fence keys"] = len(runs)
+    return summary
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, dict):
+        return f"{value['mean']:.3f} ({value['min']:.2f}-{value['max']:.2f})"
+    return _shown(value if isinstance(value, (int, float)) else None)
+
+
 def _entries(data: Path) -> list[dict]:  # type: ignore[type-arg]
     from audit.reader import LogReader
 
@@ -187,6 +220,12 @@ def main() -> None:
         help="keep each run's data directory (its audit log holds every raw answer) here",
     )
     parser.add_argument(
+        "--fence-keys",
+        type=int,
+        default=1,
+        help="run each model under this many fixed fence keys (mean and range per figure)",
+    )
+    parser.add_argument(
         "--limit",
         type=int,
         help="only the first N answerable questions of each file (and N/3 unanswerable)",
@@ -207,26 +246,32 @@ def main() -> None:
     results = {}
     for role, rule, framing in runs:
         name = f"{role} ({RULE_NAMES[rule]}{', framing' if framing else ''})"
-        with tempfile.TemporaryDirectory() as scratch:
-            data = Path(scratch) / "data"
-            if args.models_from:
-                shutil.copytree(args.models_from / "models", data / "models")
-            CONSOLE.log(f"{name}: ingesting the sample corpus")
-            with Appliance(Settings(data_dir=data)) as appliance:
-                appliance.ingestor.ingest([SAMPLE / "documents"])
-            CONSOLE.log(f"{name}: asking")
-            questions = [q for q in QUESTIONS if q.is_file()]
-            if args.limit:
-                questions = [_first(q, args.limit, Path(scratch)) for q in questions]
-            results[name] = measure(role, rule, framing, data, questions, args.max_tokens)
-            if args.keep:
-                shutil.copytree(data, args.keep / name.replace(" ", "_"), dirs_exist_ok=True)
+        per_key = []
+        for index in range(args.fence_keys):
+            with tempfile.TemporaryDirectory() as scratch:
+                data = Path(scratch) / "data"
+                if args.models_from:
+                    shutil.copytree(args.models_from / "models", data / "models")
+                data.mkdir(parents=True, exist_ok=True)
+                (data / FENCE_KEY_FILE).write_text(fence_key(index).hex() + "\n")
+                CONSOLE.log(f"{name}, fence key {index}: ingesting the sample corpus")
+                with Appliance(Settings(data_dir=data)) as appliance:
+                    appliance.ingestor.ingest([SAMPLE / "documents"])
+                CONSOLE.log(f"{name}, fence key {index}: asking")
+                questions = [q for q in QUESTIONS if q.is_file()]
+                if args.limit:
+                    questions = [_first(q, args.limit, Path(scratch)) for q in questions]
+                per_key.append(measure(role, rule, framing, data, questions, args.max_tokens))
+                if args.keep:
+                    kept = args.keep / f"{name.replace(' ', '_')}-key{index}"
+                    shutil.copytree(data, kept, dirs_exist_ok=True)
+        results[name] = summarised(per_key)
     table = Table(title="Answer generator on llama.cpp (CPU): base and tuned, by quote rule")
     table.add_column("figure")
     for name in results:
         table.add_column(name, justify="right")
     for figure in next(iter(results.values())):
-        table.add_row(figure, *(_shown(results[r][figure]) for r in results))
+        table.add_row(figure, *(_cell(results[r][figure]) for r in results))
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
