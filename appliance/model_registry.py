@@ -39,6 +39,16 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be resolved: missing, altered, or its manifest is wrong."""
 
 
+MADE_ON_SITE = {
+    "llm-tuned": (
+        "a site makes it: 'appliance models merge-generator' merges the shipped adapter in "
+        "seconds, 'appliance models train-generator' trains one"
+    ),
+}
+"""Roles no package ships: the command that fills each, for the error that finds one
+missing (a setting can name such a role before the site has made its model)."""
+
+
 class ModelNotInstalled(ModelUnavailable):
     """A model whose package or files are absent (as opposed to present but altered)."""
 
@@ -176,9 +186,10 @@ class ModelRegistry:
             return self._manifests[role]
         except KeyError:
             known = ", ".join(sorted(self._manifests)) or "none"
+            made = f"; {MADE_ON_SITE[role]}" if role in MADE_ON_SITE else ""
             raise ModelUnavailable(
                 f"no model manifest for the role {role!r} in {self._settings.models_dir}/manifests "
-                f"(roles with a manifest: {known})"
+                f"(roles with a manifest: {known}){made}"
             ) from None
 
     def locate(self, role: str) -> Path:

@@ -78,6 +78,11 @@ def _models(appliance: Appliance) -> tuple[Status, str]:
     verified: list[str] = []
     absent: list[str] = []
     broken: list[str] = []
+    for role in sorted(in_use - {m.role for m in appliance.registry.manifests()}):
+        try:
+            appliance.registry.manifest(role)
+        except ModelUnavailable as error:
+            broken.append(f"{role} ({error})")
     for manifest in appliance.registry.manifests():
         try:
             appliance.registry.resolve(manifest.role)

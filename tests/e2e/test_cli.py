@@ -242,6 +242,15 @@ def test_doctor_backup_and_restore(
                  "disk", "clock"):  # fmt: skip
         assert any(line.split()[1:2] == name.split()[:1] for line in checked.output.splitlines())
     assert "9 of 9 checks pass" in said(checked)
+    # A generator role the settings name but no site command has made yet fails the
+    # models check, naming the command that makes it.
+    monkeypatch.setenv("APPLIANCE_GENERATOR__KIND", "llama-cpp")
+    monkeypatch.setenv("APPLIANCE_GENERATOR__MODEL_ROLE", "llm-tuned")
+    unmade = runner.invoke(app, ["doctor"])
+    assert unmade.exit_code == 1 and "llm-tuned (no model manifest" in said(unmade)
+    assert "merge-generator" in said(unmade)
+    monkeypatch.delenv("APPLIANCE_GENERATOR__KIND")
+    monkeypatch.delenv("APPLIANCE_GENERATOR__MODEL_ROLE")
     key = data_dir / "audit" / "checkpoint-key.pem"
     key.chmod(0o644)
     loose = runner.invoke(app, ["doctor"])

@@ -88,6 +88,9 @@ def test_a_missing_file_or_package_says_how_to_install(tmp_path: Path) -> None:
         registry.resolve("nli")
     with pytest.raises(ModelUnavailable, match="no model manifest for the role 'reranker'"):
         registry.resolve("reranker")
+    # A role that a site command makes says which command.
+    with pytest.raises(ModelUnavailable, match="'appliance models merge-generator' merges"):
+        registry.resolve("llm-tuned")
 
 
 def test_an_invalid_manifest_is_reported(tmp_path: Path) -> None:
