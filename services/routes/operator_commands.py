@@ -28,6 +28,7 @@ from litestar import post
 from litestar.connection import ASGIConnection
 from litestar.exceptions import ClientException, NotAuthorizedException
 from litestar.handlers import BaseRouteHandler
+from litestar.params import JSONBody
 from litestar.response import Stream
 from pydantic import BaseModel, Field
 
@@ -88,7 +89,7 @@ class EvalOrder(BaseModel):
 
 
 @post("/ingest", sync_to_thread=True, include_in_schema=False, status_code=200)
-def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
+def ingest(data: JSONBody[IngestOrder], service: Service) -> dict[str, Any]:
     files = discover([Path(p) for p in data.paths])
     actor = f"operator:{getpass.getuser()}"
     outcomes = []
@@ -117,13 +118,13 @@ def ingest(data: IngestOrder, service: Service) -> dict[str, Any]:
 
 
 @post("/remove", sync_to_thread=True, include_in_schema=False, status_code=200)
-def remove(data: RemoveOrder, service: Service) -> dict[str, Any]:
+def remove(data: JSONBody[RemoveOrder], service: Service) -> dict[str, Any]:
     with service.engine_lock:
         return {"removed": service.appliance.ingestor.remove(data.doc_ids)}
 
 
 @post("/search", sync_to_thread=True, include_in_schema=False, status_code=200)
-def search(data: SearchOrder, service: Service) -> dict[str, Any]:
+def search(data: JSONBody[SearchOrder], service: Service) -> dict[str, Any]:
     search_filter = requested_filter(
         data.departments, data.sensitivities, data.doc_types, data.as_of, data.all_dates
     )
@@ -137,7 +138,7 @@ def search(data: SearchOrder, service: Service) -> dict[str, Any]:
 
 
 @post("/ask", sync_to_thread=True, include_in_schema=False, status_code=200)
-def ask(data: AskOrder, service: Service) -> dict[str, Any]:
+def ask(data: JSONBody[AskOrder], service: Service) -> dict[str, Any]:
     """As ``appliance ask`` answers, and audited alike (the asker is the user named)."""
     _same_generator(service, data.generator)
     day = data.as_of or dt.date.today()
@@ -154,7 +155,7 @@ class EvaluationStopped(Exception):
 
 
 @post("/eval", include_in_schema=False, status_code=200, media_type="application/x-ndjson")
-async def golden_eval(data: EvalOrder, service: Service) -> Stream:
+async def golden_eval(data: JSONBody[EvalOrder], service: Service) -> Stream:
     """The golden-set evaluation, as lines of JSON: ``{"done", "total"}`` after each
     question, then ``{"report"}`` (a ``GoldenReport``), or ``{"error", "code"}``."""
     _same_generator(service, data.generator)
