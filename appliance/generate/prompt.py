@@ -5,9 +5,11 @@ document author can know, so that no document can close its own fence and write 
 it, and the rules say that nothing inside a fence is an instruction. The nonce is keyed
 (an HMAC of the question and the passages under a key kept in the data directory): the
 same question on the same passages gets the same prompt, so, decoding being greedy, the
-same answer, which an audit can reproduce and a benchmark can repeat. The strongest passage comes
-first. The output must follow ``answer_schema`` (vLLM's and llama.cpp's structured
-output enforce it).
+same answer from a fresh server, which an audit can reproduce and a benchmark can repeat
+(a running llama.cpp server reuses the cached start of a repeated prompt, and the
+numbers it then computes in other batches can move a small model's choice). The
+strongest passage comes first. The output must follow ``answer_schema`` (vLLM's and
+llama.cpp's structured output enforce it).
 """
 
 from __future__ import annotations
