@@ -17,7 +17,7 @@ from appliance.cli.training import (
     train_verifier,
 )
 from appliance.model_registry import ModelNotInstalled, ModelUnavailable, hash_directory
-from appliance.operate.doctor import roles_in_use
+from appliance.operate.doctor import roles_in_use, roles_to_verify
 
 models_app = typer.Typer(no_args_is_help=True, help="Inspect, verify and train models.")
 models_app.command("train-reranker")(train_reranker)
@@ -49,16 +49,16 @@ def models_verify() -> None:
     failures = 0
     with open_appliance() as appliance:
         in_use = roles_in_use(appliance.settings)
-        for manifest in appliance.registry.manifests():
+        for role in roles_to_verify(appliance):
             try:
-                resolved = appliance.registry.resolve(manifest.role)
-                files = len(manifest.files)
+                resolved = appliance.registry.resolve(role)
+                manifest = resolved.manifest
                 console.print(
-                    f"[green]ok[/green]   {manifest.role}: {manifest.name} "
-                    f"({files} files in {resolved.directory})"
+                    f"[green]ok[/green]   {role}: {manifest.name} "
+                    f"({len(manifest.files)} files in {resolved.directory})"
                 )
             except ModelNotInstalled as error:
-                if manifest.role in in_use:
+                if role in in_use:
                     failures += 1
                     console.print(f"[red]fail[/red] {error}")
                 else:

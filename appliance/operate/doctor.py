@@ -49,6 +49,13 @@ def roles_in_use(settings: Settings) -> set[str]:
     return in_use
 
 
+def roles_to_verify(appliance: Appliance) -> list[str]:
+    """The roles with a manifest and those the settings use: a role in use without one
+    (llm-tuned before merge-generator) fails like a missing file, with resolve's reason."""
+    in_use = roles_in_use(appliance.settings)
+    return sorted({m.role for m in appliance.registry.manifests()} | in_use)
+
+
 def run_checks(appliance: Appliance, stores_held_by: int | None = None) -> list[Check]:
     """Every check, in order. ``stores_held_by``: the pid of a running web service that
     holds the embedded stores (they admit one process; its ``/ready`` counts them)."""
@@ -78,19 +85,14 @@ def _models(appliance: Appliance) -> tuple[Status, str]:
     verified: list[str] = []
     absent: list[str] = []
     broken: list[str] = []
-    for role in sorted(in_use - {m.role for m in appliance.registry.manifests()}):
+    for role in roles_to_verify(appliance):
         try:
-            appliance.registry.manifest(role)
+            appliance.registry.resolve(role)
+            verified.append(role)
+        except ModelNotInstalled:
+            (broken if role in in_use else absent).append(role)
         except ModelUnavailable as error:
             broken.append(f"{role} ({error})")
-    for manifest in appliance.registry.manifests():
-        try:
-            appliance.registry.resolve(manifest.role)
-            verified.append(manifest.role)
-        except ModelNotInstalled:
-            (broken if manifest.role in in_use else absent).append(manifest.role)
-        except ModelUnavailable as error:
-            broken.append(f"{manifest.role} ({error})")
     if broken:
         return "fail", f"missing or altered: {', '.join(broken)}"
     unused = f"; not installed and not used: {', '.join(absent)}" if absent else ""

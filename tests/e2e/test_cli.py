@@ -249,6 +249,8 @@ def test_doctor_backup_and_restore(
     unmade = runner.invoke(app, ["doctor"])
     assert unmade.exit_code == 1 and "llm-tuned (no model manifest" in said(unmade)
     assert "merge-generator" in said(unmade)
+    unverified = runner.invoke(app, ["models", "verify"])
+    assert unverified.exit_code == 1 and "merge-generator" in said(unverified)
     monkeypatch.delenv("APPLIANCE_GENERATOR__KIND")
     monkeypatch.delenv("APPLIANCE_GENERATOR__MODEL_ROLE")
     key = data_dir / "audit" / "checkpoint-key.pem"
