@@ -84,7 +84,8 @@ def parse_answer(raw: str, passages: Sequence[ContextPassage]) -> ParsedAnswer:
     ``decision``. Output that does not follow the schema gives no sentences (the pipeline
     then refuses rather than guess what the model meant); an answer cut off by the token
     limit keeps its complete sentences but no decision; a citation of a chunk outside the
-    context is dropped; a sentence repeated is kept once."""
+    context is dropped; a sentence repeated is kept once. A claim with one citation and
+    no text (the ``quoted`` rule's form) says its quote."""
     try:
         document = json.loads(raw)
     except json.JSONDecodeError:
@@ -99,9 +100,7 @@ def parse_answer(raw: str, passages: Sequence[ContextPassage]) -> ParsedAnswer:
     for item in document.get("sentences") or []:
         if not isinstance(item, dict):
             continue
-        text, kind = item.get("text"), item.get("kind")
-        if not isinstance(text, str) or not text.strip() or kind not in ("claim", "framing"):
-            continue
+        kind = item.get("kind")
         citations = tuple(
             Citation(c["chunk_id"], c["quote"])
             for c in item.get("citations") or []
@@ -109,6 +108,11 @@ def parse_answer(raw: str, passages: Sequence[ContextPassage]) -> ParsedAnswer:
             and isinstance(c.get("quote"), str)
             and c.get("chunk_id") in in_context
         )
+        text = item.get("text")
+        if text is None and kind == "claim" and len(citations) == 1:
+            text = citations[0].quote  # a quoted claim: its text is its quote
+        if not isinstance(text, str) or not text.strip() or kind not in ("claim", "framing"):
+            continue
         sentence = AnswerSentence(text.strip(), kind, citations)
         if sentence not in sentences:
             sentences.append(sentence)

@@ -216,10 +216,12 @@ def build_examples(
 
 
 def example(source: Source) -> Example | None:
-    """The prompt exactly as the product writes it, and the answer as JSON. A claim
-    quotes what the product lets a model quote (a whole sentence or table row of its
-    passage); an answer none of whose quotes are such is no example (None), since
-    teaching a refusal there would be teaching a wrong one."""
+    """The prompt exactly as the product writes it, and the answer as JSON in the form
+    the product's default ``quoted`` schema holds a model to: a claim is its citation,
+    whose quote is what the claim says. A claim quotes what the product lets a model
+    quote (a whole sentence or table row of its passage); an answer none of whose quotes
+    are such is no example (None), since teaching a refusal there would be teaching a
+    wrong one."""
     passages = [
         ContextPassage(number, _chunk(source, number, title, text))
         for number, (title, text) in enumerate(source.passages, start=1)
@@ -227,8 +229,7 @@ def example(source: Source) -> Example | None:
     messages = build_messages(source.question, passages)
     claims = [
         {"kind": "claim",
-         "citations": [{"chunk_id": passages[index].chunk.chunk_id, "quote": quote}],
-         "text": quote}
+         "citations": [{"chunk_id": passages[index].chunk.chunk_id, "quote": quote}]}
         for index, quote in source.answer
         if quote in quotable(passages[index])
     ][:MAX_SENTENCES]  # fmt: skip

@@ -16,7 +16,7 @@ from appliance.generate.openai_compatible import (
     parse_answer,
 )
 from appliance.generate.prompt import RULES, QuoteRule, answer_schema
-from appliance.records import Chunk, DocumentMetadata
+from appliance.records import AnswerSentence, Chunk, Citation, DocumentMetadata
 
 
 def _passage(number: int, chunk_id: str, text: str) -> ContextPassage:
@@ -157,33 +157,38 @@ def test_verbatim_quotes_are_whole_sentences_of_the_passage_cited() -> None:
 
 
 def test_quoted_claims_say_a_passage_sentence_word_for_word_and_cite_it() -> None:
+    """A quoted claim is its citation alone: the model writes the sentence once, and
+    what the answer says is that sentence."""
     schema = answer_schema(PASSAGES, "quoted")
     sentence = "Take blood cultures before antibiotics."
 
-    def claim(text: str, chunk_id: str, quote: str) -> dict[str, object]:
+    def claim(chunk_id: str, quote: str, **text: str) -> dict[str, object]:
         return {"not_found": False, "decision": "none", "sentences": [
             {"kind": "claim", "citations": [{"chunk_id": chunk_id, "quote": quote}],
-             "text": text}]}  # fmt: skip
+             **text}]}  # fmt: skip
 
-    jsonschema.validate(claim(sentence, "sepsis@4#0002", sentence), schema)
-    for text, chunk_id, quote in [
-        ("Blood cultures come first.", "sepsis@4#0002", sentence),  # its own words
-        (sentence, "sepsis@4#0001", sentence),  # cited to a passage that does not say it
-        (sentence, "sepsis@4#0002", PASSAGES[0].chunk.text),  # says one, quotes another
+    jsonschema.validate(claim("sepsis@4#0002", sentence), schema)
+    for chunk_id, quote, text in [
+        ("sepsis@4#0002", sentence, {"text": "Blood cultures come first."}),  # its own words
+        ("sepsis@4#0002", sentence, {"text": sentence}),  # nothing but the citation
+        ("sepsis@4#0001", sentence, {}),  # cited to a passage that does not say it
+        ("sepsis@4#0002", PASSAGES[0].chunk.text, {}),  # not one of the passage's sentences
     ]:
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(claim(text, chunk_id, quote), schema)
+            jsonschema.validate(claim(chunk_id, quote, **text), schema)
     jsonschema.validate({"not_found": True, "decision": "none", "sentences": []}, schema)
+    (said,) = parse_answer(json.dumps(claim("sepsis@4#0002", sentence)), PASSAGES).sentences
+    assert said == AnswerSentence(sentence, "claim", (Citation("sepsis@4#0002", sentence),))
 
 
 def test_an_answer_holds_at_most_the_three_sentences_the_rules_ask_for() -> None:
     """A small model that repeats a quoted claim is stopped by the schema at the third,
     not by the token limit in the middle of the JSON (where the decision is lost)."""
     sentence = "Take blood cultures before antibiotics."
-    claim = {"kind": "claim", "citations": [{"chunk_id": "sepsis@4#0002", "quote": sentence}],
-             "text": sentence}  # fmt: skip
+    cited = {"kind": "claim", "citations": [{"chunk_id": "sepsis@4#0002", "quote": sentence}]}
     for quotes in ("quoted", "verbatim", "free"):
         schema = answer_schema(PASSAGES, quotes)  # type: ignore[arg-type]
+        claim = cited if quotes == "quoted" else cited | {"text": sentence}
         jsonschema.validate(_answer([claim] * 3), schema)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(_answer([claim] * 4), schema)
