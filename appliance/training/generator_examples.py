@@ -6,7 +6,9 @@ Built by code from public data that is never evaluated on, each in its own way:
 - MedQuAD pages: a page's question heading, its answer section among passages of
   another section of the same page and of other pages; the answer's first sentences
   become the claims, each quoting itself, so every quote is an exact span of its
-  passage;
+  passage. Half the answer passages begin with the last sentence of the section before
+  it, as a chunk that starts inside a section does, so the answer is not always its
+  passage's first sentence;
 - PubMedQA: a question, its abstract's sections and its conclusion; the conclusion's
   sentences are the claims and its decision (yes, no, maybe) is the short answer. Only
   the questions after the first ``pubmedqa_skip`` are taken (the end-to-end benchmark
@@ -29,6 +31,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from appliance.generate.base import ContextPassage, asks_yes_or_no
 from appliance.generate.prompt import MAX_SENTENCES, build_messages
@@ -40,6 +43,12 @@ PASSAGE_CHARS = 600
 step stays under about 900 tokens with three passages."""
 CLAIMS = 2
 """Claims per answer: the product asks for one to three short sentences."""
+LEAD_IN_SHARE = 0.5
+"""Share of MedQuAD answer passages that begin with the end of the section before them.
+Served chunks seldom open with the answer (a document's banner, a heading's first
+line); trained only on passages that do, a model learns to quote first sentences."""
+LEAD_IN_CHARS = 240
+"""The longest sentence taken as a lead-in."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -116,10 +125,12 @@ def medquad_sources(path: Path, rng: random.Random, passages: int = PASSAGES) ->
     for page, section in sections:
         if asks_yes_or_no(section["heading"]):
             continue  # its decision is not in the data: PubMedQA's questions teach those
-        passage = clip(section["text"])
-        claims = [s for s in sentences(passage) if len(s) > 25][:CLAIMS]
+        answer = clip(section["text"])
+        claims = [s for s in sentences(answer) if len(s) > 25][:CLAIMS]
         if not claims:
             continue
+        lead_in = _lead_in(page, section) if rng.random() < LEAD_IN_SHARE else None
+        passage = f"{lead_in}\n\n{answer}" if lead_in else answer
         # One distractor from the same page where it has another section: about the same
         # disease but not what was asked, so the answer is chosen by the question, not
         # by the topic. The rest from anywhere.
@@ -133,6 +144,18 @@ def medquad_sources(path: Path, rng: random.Random, passages: int = PASSAGES) ->
         ]
         texts = [(page["focus"], passage), *others[:distractors]]
         yield _shuffled("medquad", section["heading"], texts, claims, "none", rng)
+
+
+def _lead_in(page: dict[str, Any], section: dict[str, Any]) -> str | None:
+    """The last sentence of the page's section before ``section``, when there is one
+    short enough to stand before an answer."""
+    texts = [other.get("text", "").strip() for other in page["sections"]]
+    at = next(i for i, other in enumerate(page["sections"]) if other is section)
+    before = [text for text in texts[:at] if text]
+    if not before:
+        return None
+    last = sentences(before[-1])[-1:]
+    return last[0] if last and 25 < len(last[0]) <= LEAD_IN_CHARS else None
 
 
 def pubmedqa_sources(

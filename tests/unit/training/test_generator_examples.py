@@ -160,3 +160,15 @@ def test_examples_can_carry_as_many_passages_as_serving_gives() -> None:
     made = build_examples(five, exclude=set(), refusal_share=0.5, rng=rng)
     refusals = [e for e in made if e.kind == "refusal"]
     assert refusals and all(len(passages_of(e)) == 5 for e in refusals)
+
+
+def test_a_medquad_answer_does_not_always_open_its_passage(examples: list[Example]) -> None:
+    """Served chunks seldom open with the answer; about half the answer passages begin
+    with the end of the section before them, and the claims still quote the answer."""
+    answered = [e for e in examples if e.origin == "medquad" and e.kind == "answer"]
+    opening = []
+    for example in answered:
+        (first, *_) = json.loads(example.completion)["sentences"]
+        (citation,) = first["citations"]
+        opening.append(passages_of(example)[citation["chunk_id"]].startswith(citation["quote"]))
+    assert 0.3 < opening.count(False) / len(opening) < 0.7
