@@ -2,10 +2,10 @@
 
 Before generation: is any passage relevant enough; would a document not in force on the
 day asked answer clearly better; do the passages apply to the patient asked about; do
-the passages the asker may read cover what the question names. After verification: did
-any claim survive; does what survived answer the question; does a dose answer name the
-drug asked about. Each gate refuses in a clinician's words (``Refusal``) and writes what
-it measured into the answer's audit record.
+the passages about the question (those over the relevance floor) cover what it names.
+After verification: did any claim survive; does what survived answer the question; does
+a dose answer name the drug asked about. Each gate refuses in a clinician's words
+(``Refusal``) and writes what it measured into the answer's audit record.
 """
 
 from __future__ import annotations
@@ -147,19 +147,23 @@ class AnswerGates:
             return Refusal(
                 "out-of-scope", f"the documents found do not apply to what is asked: {reasons}"
             )
-        # An abbreviation and its meaning weigh as one term, present where either is.
-        coverage = question_coverage(
-            understood.without_long_forms(understood.topic),
-            [passage_text(c.chunk) for c in applicable],
-            self.terms,
-            found.applied_filter,
-            understood.without_long_forms(understood.asking),
-            [(e.written, e.read_as) for e in understood.expansions],
+        coverage = self._coverage(understood, applicable, found)
+        # The passages the question is about must cover it themselves: a word found only
+        # in a passage under the relevance floor (a stroke protocol's "time", a referral
+        # to "plastic surgery") does not show that the documents answer it.
+        relevant_ids = {c.chunk.chunk_id for c in relevant}
+        about_it = [c for c in applicable if c.chunk.chunk_id in relevant_ids]
+        covered = (
+            coverage
+            if len(about_it) == len(applicable)
+            else self._coverage(understood, about_it, found)
         )
         record["question_coverage"] = {
             "coverage": round(coverage.coverage, 4),
+            "by_relevant_passages": round(covered.coverage, 4),
             "minimum": self.min_question_coverage,
             "missing": list(coverage.missing),
+            "missing_from_relevant_passages": list(covered.missing),
             "missing_names": list(coverage.missing_names),
         }
         if coverage.unknown_identifiers:
@@ -175,10 +179,24 @@ class AnswerGates:
                 "out-of-scope",
                 f"the documents found do not cover {listed(lost)} for this patient ({reasons})",
             )
-        if coverage.coverage < self.min_question_coverage:
-            absent = words_for(understood.topic, coverage.missing, self.terms)[:4]
+        if covered.coverage < self.min_question_coverage:
+            absent = words_for(understood.topic, covered.missing, self.terms)[:4]
             return Refusal("not-covered", f"the documents found do not cover {listed(absent)}")
         return Admitted(applicable, coverage)
+
+    def _coverage(
+        self, understood: UnderstoodQuestion, passages: list[Candidate], found: SearchResult
+    ) -> QuestionCoverage:
+        """How much of the question the passages hold, weighed among what the asker may
+        read; an abbreviation and its meaning weigh as one term, present where either is."""
+        return question_coverage(
+            understood.without_long_forms(understood.topic),
+            [passage_text(c.chunk) for c in passages],
+            self.terms,
+            found.applied_filter,
+            understood.without_long_forms(understood.asking),
+            [(e.written, e.read_as) for e in understood.expansions],
+        )
 
     def _not_in_force(
         self,

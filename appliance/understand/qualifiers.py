@@ -46,6 +46,13 @@ _ORGAN_FUNCTION = {
 }
 """How a text speaks of the kidneys' or the liver's function: a question says "in renal
 impairment", the dosing sentence "if creatinine clearance is below 30 mL/min"."""
+_ORGAN_FUNCTION_NAMED = re.compile(
+    r"\b(?:renal|kidneys?|hepatic|liver)"
+    r"(?:\s+(?:impairment|failure|insufficiency|dysfunction|function|disease))?\b",
+    re.IGNORECASE,
+)
+"""How a question names an organ's function: "renal impairment", "kidney failure",
+"hepatic impairment", "liver disease"."""
 _STAFF = {
     "doctor": r"doctors?|medical staff|consultants?|registrars?|junior doctors?",
     "nurse": r"nurses?|nursing staff",
@@ -127,6 +134,12 @@ def routes_in(text: str) -> frozenset[str]:
 def organ_function_in(text: str) -> frozenset[str]:
     """The organs whose function ``text`` speaks of ("renal", "hepatic")."""
     return frozenset(name for name, pattern in _ORGAN_FUNCTION.items() if pattern.search(text))
+
+
+def organ_functions_named(text: str) -> list[tuple[str, frozenset[str]]]:
+    """Each phrase of ``text`` that names an organ's function ("renal impairment"), with
+    the organs it names: a passage that says "creatinine clearance" speaks of it too."""
+    return [(m.group(), organ_function_in(m.group())) for m in _ORGAN_FUNCTION_NAMED.finditer(text)]
 
 
 def staff_in(text: str) -> frozenset[str]:

@@ -7,8 +7,9 @@ the chunks the asker may read (inverse document frequency; a word no readable ch
 contains weighs most), and the passages given to the generator must contain at least
 ``minimum`` of that weight. Clinical writing abbreviates, so a word also counts as
 present when it is the initials of consecutive passage words ("GP", "general
-practitioner") or the start of a longer passage word ("diff", "difficile"). What is
-missing is named in the refusal.
+practitioner") or the start of a longer passage word ("diff", "difficile"), and the
+function of an organ ("renal impairment") is present where a passage speaks of it in
+its own words ("creatinine clearance", "eGFR"). What is missing is named in the refusal.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from appliance.index.base import TermStatistics
 from appliance.index.filters import SearchFilter
+from appliance.understand.qualifiers import organ_function_in, organ_functions_named
 from appliance.understand.spelling import SPECIFIC, english_frequency
 
 BACKGROUND_CHUNKS = 100
@@ -131,6 +133,13 @@ def question_coverage(
     present_words = {w.lower() for passage in passages for w in _WORD.findall(passage)}
     acronyms = {w.lower() for w in _WORD.findall(question) if _ACRONYM.match(w)}
     initials = _initials(passages) if acronyms else set()
+    organs_spoken = {organ for passage in passages for organ in organ_function_in(passage)}
+    organ_terms = {
+        term
+        for phrase, organs in organ_functions_named(spoken)
+        if organs & organs_spoken
+        for term in index.content_terms(phrase)
+    }
     stands_for = {
         term: long_terms
         for short, long in meanings
@@ -144,7 +153,7 @@ def question_coverage(
             for adjective, noun in _ADJECTIVE_TO_NOUN
         ):
             return True
-        if term in acronyms and term in initials:
+        if (term in acronyms and term in initials) or term in organ_terms:
             return True
         if term in stands_for and all(t in present for t in stands_for[term]):
             return True

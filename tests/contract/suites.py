@@ -373,6 +373,19 @@ class TermStatisticsContract:
         other = question_coverage("When is the MRI booked?", [DISCHARGE.text], index, None)
         assert "mri" in other.missing
 
+    def test_an_organs_function_is_present_where_a_passage_names_it_its_own_way(
+        self, index: Any
+    ) -> None:
+        # A dosing table says "creatinine clearance" or "eGFR", rarely "renal impairment".
+        passage = "Give dalteparin 2500 units once a day if creatinine clearance is below 30."
+        renal = question_coverage("Dalteparin in renal impairment", [passage], index, None)
+        assert renal.missing == () and renal.coverage == 1.0
+        kidney = question_coverage("Dalteparin in kidney failure", [passage], index, None)
+        assert kidney.missing == ()
+        # The liver is another organ: nothing in the passage speaks of its function.
+        hepatic = question_coverage("Dalteparin in hepatic impairment", [passage], index, None)
+        assert {t[:5] for t in hepatic.missing} == {"hepat", "impai"}
+
     def test_the_grammar_of_asking_is_not_a_topic(self, index: Any) -> None:
         # "How soon" asks for a time and "need" whether something is required; the
         # passage answers both without using either word.

@@ -19,7 +19,7 @@ from appliance.generate.prompt import build_messages
 from appliance.generate.quotable import sentences_of
 from appliance.query import NotRecorded
 from appliance.settings import Settings
-from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_READER, audit_entries, make_settings
 
 TODAY = dt.date(2026, 12, 1)
 CLINICIAN_ED = Subject("dr-okafor", ("clinician",), ("emergency", "icu"))
@@ -201,3 +201,75 @@ def test_sentences_are_exact_substrings_of_their_passage() -> None:
         "Check levels daily.",
     ]
     assert all(sentence in text for sentence in found)
+
+
+WORDS_ELSEWHERE = {
+    "joint-replacement.md": """---
+doc_id: joint-replacement
+title: Thromboprophylaxis After Knee Replacement
+departments: [all]
+sensitivity: internal
+owner: orthopaedics
+---
+# Thromboprophylaxis After Knee Replacement
+
+## Duration
+
+After knee replacement continue prophylaxis for 14 days; after shoulder replacement for 7 days.
+""",
+    "burns-referral.md": """---
+doc_id: burns-referral
+title: Burns Referral
+departments: [all]
+sensitivity: internal
+owner: emergency
+---
+# Burns Referral
+
+## Deep burns
+
+Refer deep dermal burns of the hand to the regional burns unit for surgery review.
+""",
+    "stroke-call.md": """---
+doc_id: stroke-call
+title: Stroke Call
+departments: [all]
+sensitivity: internal
+owner: stroke
+---
+# Stroke Call
+
+## Door to needle
+
+Record the time the patient was last seen well; the unit's target is under one hour.
+""",
+}
+
+
+def test_words_found_only_in_passages_about_something_else_do_not_cover_a_question(
+    tmp_path: Path,
+) -> None:
+    """A question about surgery for a fractured knee, over documents that answer
+    none of it: the one relevant passage (knee replacement) covers little, and the
+    question's other words sit in passages under the relevance floor (a burns referral's
+    "surgery", a stroke call's "time" and "target"). Counted together they cover the
+    question; the passages about it do not, so it is refused, not answered with the
+    knee replacement sentence."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in WORDS_ELSEWHERE.items():
+        (corpus / name).write_text(text)
+    settings = make_settings(tmp_path / "data", graph={"engine": "none"})
+    with Appliance(settings) as appliance:
+        appliance.ingestor.ingest([corpus])
+        answer = appliance.answers.ask(
+            "Within what time target should surgery follow a fractured knee?",
+            SAMPLE_READER,
+            in_force_on=TODAY,
+        )
+        record = audit_entries(settings.data_dir, "answer")[-1]["details"]
+    assert answer.refused and answer.refusal is not None, answer.sentences
+    assert answer.refusal.code == "not-covered"
+    assert "surgery" in answer.refusal.reason
+    measured = record["question_coverage"]
+    assert measured["coverage"] >= measured["minimum"] > measured["by_relevant_passages"]
