@@ -9,7 +9,8 @@ extraction and graph writes, against without) and the latency of the graph retri
 alone (question reading plus its templates) on the embedded server.
 
     .venv/bin/python -m benchmarks.graph_retrieval [--golden FILE ...] \\
-        [--distractor-pages N] [--out benchmarks/results/graph]
+        [--distractor-pages N] [--engines none arcadedb] [--user ID] \\
+        [--out benchmarks/results/graph]
 
 Without --golden: the graph golden set and the retrieval golden set of the sample
 corpus, and the ward development set when ../shared/data is beside the checkout.
@@ -19,6 +20,11 @@ of chunks on the same drugs and conditions) beside the sample corpus in both dat
 directories: on the sample corpus alone, lexical and dense retrieval already find every
 gold passage, and the question is what the graph adds when they have competition. The
 figures go to ``graph_retrieval_with_distractors.json``.
+
+``--user ID`` asks as one of the sample corpus's demo users (``subjects.toml``) instead
+of a reader of everything: the answer path's gates weigh a question's words among the
+chunks the asker may read, so a clinician can be answered where the evaluator is
+refused. ``--engines`` runs one engine only; the file name then says which.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from appliance.eval.golden import GoldenReport, evaluate, latency
 from appliance.eval.stats import percentile
@@ -44,12 +51,21 @@ from benchmarks.ingest_and_query import write_medquad
 SAMPLE = PROJECT_ROOT / "appliance" / "sample_corpus"
 WARD_DEV = PROJECT_ROOT.parent / "shared" / "data" / "clinical" / "dev.jsonl"
 KIND_ORDER = ("relational", "temporal", "negation", "conflict")
+ENGINES = ("none", "arcadedb")
+ENGINE_NAMES = {"none": "hybrid without the graph", "arcadedb": "with it"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--golden", type=Path, nargs="*")
     parser.add_argument("--distractor-pages", type=int, default=0)
+    parser.add_argument(
+        "--engines", nargs="+", choices=ENGINES, default=list(ENGINES),
+        help="graph engines to compare (default both)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--user", help="ask as this user of the sample corpus (default a reader of everything)"
+    )
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks/results/graph")
     args = parser.parse_args()
     goldens = args.golden or [
@@ -64,9 +80,10 @@ def main() -> None:
             pages.mkdir()
             write_medquad(pages, args.distractor_pages)
             corpus.append(pages)
-        for engine in ("none", "arcadedb"):
+        for engine in args.engines:
             data_dir = Path(work) / engine
             with Appliance(Settings(data_dir=data_dir, graph={"engine": engine})) as appliance:  # type: ignore[arg-type]
+                reader = as_user(appliance, args.user) if args.user else None
                 # loading models and starting the graph server is start-up, not ingestion
                 _ = appliance.embedder, appliance.graph_builder, appliance.knowledge_graph
                 if appliance.knowledge_graph is not None:
@@ -81,7 +98,7 @@ def main() -> None:
                 }
                 for golden in goldens:
                     console.print(f"[bold]{engine}[/]: {golden.name}")
-                    entry[golden.name] = summary(evaluate(appliance, golden))
+                    entry[golden.name] = summary(evaluate(appliance, golden, reader=reader))
                 if appliance.knowledge_graph is not None:
                     entry["graph_retriever_ms"] = graph_latency(appliance, goldens)
                 results[engine] = entry
@@ -89,10 +106,20 @@ def main() -> None:
     show(console, results, goldens)
     args.out.mkdir(parents=True, exist_ok=True)
     name = "graph_retrieval_with_distractors" if args.distractor_pages else "graph_retrieval"
+    name += f"_as_{args.user}" if args.user else ""
+    name += "" if list(args.engines) == list(ENGINES) else "_" + "_".join(args.engines)
     written = args.out / f"{name}.json"
     results["distractor_pages"] = {"pages": args.distractor_pages}
+    results["asked_as"] = {"user": args.user or "a reader of everything"}
     written.write_text(json.dumps(results, indent=2) + "\n")
     console.print(f"written: {written}")
+
+
+def as_user(appliance: Appliance, user: str) -> Subject:
+    """``user`` of the sample corpus's demo users, installed in the data directory."""
+    appliance.settings.access_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SAMPLE / "subjects.toml", appliance.settings.access_dir / "subjects.toml")
+    return appliance.subjects.get(user)
 
 
 def summary(report: GoldenReport) -> dict[str, object]:
@@ -101,8 +128,9 @@ def summary(report: GoldenReport) -> dict[str, object]:
         "by_kind": report.by_kind(),
         "latency": latency(report),
         "per_question": [
-            {k: row.get(k) for k in ("question", "kinds", "as_of", "refused", "contains_gold",
-                                     "gold_rank_before_rerank", "gold_rank_after_rerank")}
+            {k: row.get(k) for k in ("question", "kinds", "as_of", "refused", "refusal", "unsafe",
+                                     "contains_gold", "gold_rank_before_rerank",
+                                     "gold_rank_after_rerank")}
             for row in report.per_question
         ],
     }  # fmt: skip
@@ -127,39 +155,33 @@ def graph_latency(appliance: Appliance, goldens: list[Path]) -> dict[str, float]
 
 
 def show(console: Console, results: dict[str, dict[str, object]], goldens: list[Path]) -> None:
+    """One table per golden set, each cell "without the graph | with it" (or the one
+    engine run)."""
+    engines = list(results)
     for golden in goldens:
-        table = Table(title=f"{golden.name}: hybrid without the graph | with it")
-        columns = (
-            "kind",
-            "questions",
-            "recall@10",
-            "MRR before rerank",
-            "gold in answer",
-            "refused",
-        )
+        table = Table(title=f"{golden.name}: " + " | ".join(ENGINE_NAMES[e] for e in engines))
+        columns = ("kind", "questions", "recall@10", "MRR before rerank", "gold in answer",
+                   "refused")  # fmt: skip
         for column in columns:
             table.add_column(column, justify="right" if column != "kind" else "left")
-        without = results["none"][golden.name]["by_kind"]  # type: ignore[index]
-        with_graph = results["arcadedb"][golden.name]["by_kind"]  # type: ignore[index]
+        by_kind = [results[e][golden.name]["by_kind"] for e in engines]  # type: ignore[index]
         kinds = sorted(
-            without,
+            by_kind[0],
             key=lambda k: (k not in KIND_ORDER, KIND_ORDER.index(k) if k in KIND_ORDER else 0, k),
         )
         for kind in kinds:
-            a, b = without[kind], with_graph[kind]
+            rows = [figures[kind] for figures in by_kind]
             table.add_row(
-                kind, str(a["questions"]),
-                f"{a['recall_at_10']:.2f} | {b['recall_at_10']:.2f}",
-                f"{a['mrr_before_rerank']:.2f} | {b['mrr_before_rerank']:.2f}",
-                f"{a['contains_gold']:.2f} | {b['contains_gold']:.2f}",
-                f"{a['refused']:.2f} | {b['refused']:.2f}",
+                kind, str(rows[0]["questions"]),
+                *(" | ".join(f"{row[key]:.2f}" for row in rows)
+                  for key in ("recall_at_10", "mrr_before_rerank", "contains_gold", "refused")),
             )  # fmt: skip
-        figures_a = results["none"][golden.name]["figures"]  # type: ignore[index]
-        figures_b = results["arcadedb"][golden.name]["figures"]  # type: ignore[index]
+        figures = [results[e][golden.name]["figures"] for e in engines]  # type: ignore[index]
         table.add_section()
         for name in ("recall_at_10_before_rerank", "answer_contains_gold",
                      "false_refusal_rate", "correct_refusal_rate", "unsafe_answers"):  # fmt: skip
-            table.add_row(name, "", f"{figures_a[name]:.3f} | {figures_b[name]:.3f}", "", "", "")
+            cells = " | ".join(f"{f[name]:.3f}" for f in figures)
+            table.add_row(name, "", cells, "", "", "")
         console.print(table)
     for engine, entry in results.items():
         console.print(

@@ -166,11 +166,14 @@ def evaluate(
     golden_path: Path,
     progress: Callable[[int, int], None] | None = None,
     hold: Callable[[], AbstractContextManager[object]] = nullcontext,
+    reader: Subject | None = None,
 ) -> GoldenReport:
     """Ask every golden question through the whole answer path; ``progress(done, total)``
     after each (with an LLM generator a run takes half an hour on the CPU). ``hold()``
     is entered around each question's work: a running service passes its engine lock,
-    so that clinicians' questions go on between the evaluation's."""
+    so that clinicians' questions go on between the evaluation's. ``reader``: who asks
+    (default a reader of everything); what a clinician may read changes more than which
+    passages are found, since the gates weigh words among the readable chunks."""
     rows = [json.loads(line) for line in golden_path.open(encoding="utf-8") if line.strip()]
     with hold():
         if not appliance.catalog.documents():
@@ -178,7 +181,7 @@ def evaluate(
                 f"no documents in {appliance.settings.data_dir}: ingest the corpus the golden "
                 f"set is about first (for the sample set: appliance ingest {SAMPLE_DIR})"
             )
-        reader = reader_of_everything(appliance)
+        reader = reader or reader_of_everything(appliance)
     report = GoldenReport(questions=len(rows), rerank_stages=appliance.query.rerank_stages)
     tally = _Tally(appliance, reader, report)
     for row in _reporting(rows, progress):

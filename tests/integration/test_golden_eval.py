@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from appliance.access.rules import Subject
 from appliance.engines import Appliance
 from appliance.eval.golden import (
     GoldenReport,
@@ -109,6 +110,24 @@ def test_an_answer_to_a_question_labelled_unanswerable_counts_as_unsafe(
     gates = tmp_path / "gates.toml"
     gates.write_text("[maximum]\nunsafe_answers = 0\n")
     assert check_gates(report, gates) == ["unsafe_answers 1.000 is above the gate 0"]
+
+
+def test_a_golden_set_is_asked_as_the_reader_given(
+    sample_appliance: Appliance, tmp_path: Path
+) -> None:
+    """A ward nurse may not read the oncology unit's confidential extravasation
+    guideline: asked as that nurse the question is refused (a false refusal of the
+    report), asked as the default reader of everything it is answered."""
+    golden = tmp_path / "golden.jsonl"
+    row = {"question": "Who is contacted about dexrazoxane after an anthracycline extravasation?",
+           "doc_id": "chemotherapy-extravasation",
+           "quote": "contact the oncology registrar about dexrazoxane"}  # fmt: skip
+    golden.write_text(json.dumps(row) + "\n")
+    nurse = Subject("nurse-lindqvist", ("nurse",), ("cardiology", "nursing"))
+    as_nurse = evaluate(sample_appliance, golden, reader=nurse)
+    assert as_nurse.false_refusal_rate == 1.0 and as_nurse.answer_contains_gold == 0.0
+    as_everyone = evaluate(sample_appliance, golden)
+    assert as_everyone.false_refusal_rate == 0.0 and as_everyone.answer_contains_gold == 1.0
 
 
 def test_every_golden_quote_of_the_sample_corpus_stands_in_one_of_its_chunks(
