@@ -13,7 +13,8 @@ corpus, asked through the whole answer path as a reader of everything. Per model
   refusals (answerable rows), as ``appliance eval`` counts them;
 - generation tokens per second and the answer's p50 seconds.
 
-    .venv/bin/python -m benchmarks.generator_finetune [--tuned llm-tuned] [--base llm-small]
+    .venv/bin/python -m benchmarks.generator_finetune [--tuned llm-tuned] [--base llm-small] \\
+        [--questions FILE ...]
 
 Each model runs with its quotes free (any text, checked only afterwards), held by
 decoding to the passages' sentences (``verbatim``), or with each claim one of those
@@ -231,9 +232,20 @@ def main() -> None:
         help="only the first N answerable questions of each file (and N/3 unanswerable)",
     )
     parser.add_argument(
+        "--questions",
+        type=Path,
+        nargs="+",
+        help="golden files to ask (default: the sample golden set and the ward dev set)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "generator_finetune.json"
     )
     args = parser.parse_args()
+    asked = args.questions or [q for q in QUESTIONS if q.is_file()]
+    for missing in [q for q in args.questions or QUESTIONS if not q.is_file()]:
+        if args.questions:
+            parser.error(f"no such golden file: {missing}")
+        CONSOLE.log(f"[yellow]not asked: {missing} is not here[/]")
     rules: list[QuoteRule] = [q for q in get_args(QuoteRule) if q in args.quotes.split(",")]
     framings = [f == "with" for f in ("without", "with") if f in args.framing.split(",")]
     runs = [
@@ -258,7 +270,7 @@ def main() -> None:
                 with Appliance(Settings(data_dir=data)) as appliance:
                     appliance.ingestor.ingest([SAMPLE / "documents"])
                 CONSOLE.log(f"{name}, fence key {index}: asking")
-                questions = [q for q in QUESTIONS if q.is_file()]
+                questions = asked
                 if args.limit:
                     questions = [_first(q, args.limit, Path(scratch)) for q in questions]
                 per_key.append(measure(role, rule, framing, data, questions, args.max_tokens))
@@ -274,7 +286,8 @@ def main() -> None:
         table.add_row(figure, *(_cell(results[r][figure]) for r in results))
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    asked_from = {"questions": [q.name for q in asked], "limit": args.limit}
+    args.out.write_text(json.dumps({"asked": asked_from, **results}, indent=2))
 
 
 if __name__ == "__main__":
