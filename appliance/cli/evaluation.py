@@ -11,7 +11,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from appliance.cli.common import GeneratorKind, console, errors, fail, open_appliance
+from appliance.cli.common import (
+    GeneratorKind,
+    console,
+    errors,
+    fail,
+    known_subject,
+    open_appliance,
+)
 from appliance.cli.progress import progress_display
 from appliance.cli.running_service import running_service
 
@@ -33,6 +40,12 @@ def evaluate_golden(
         GeneratorKind | None,
         typer.Option(help="Override the configured generator (settings: generator.kind)."),
     ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            help="Ask as this user, with what they may read (default: a reader of everything)."
+        ),
+    ] = None,
 ) -> None:
     """Ask every golden question through the whole answer path; report the figures as
     Markdown, JSON and a chart; exit 1 when a release gate fails."""
@@ -47,6 +60,7 @@ def evaluate_golden(
         report = _evaluated(
             golden,
             generator.value if generator else None,
+            user,
             lambda done, total: progress.update(task, completed=done, total=total),
         )
     failed = check_gates(report, gates)
@@ -64,7 +78,7 @@ def evaluate_golden(
     timing = ", ".join(f"{k} {v:.0f}" for k, v in latency(report).items())
     stages = ", then ".join(report.rerank_stages) or "none"
     console.print(
-        f"generator {report.generator}, verifier {report.verifier}; "
+        f"asked as {report.asked_as}; generator {report.generator}, verifier {report.verifier}; "
         f"rerank after fusion: {stages}; answer {timing}"
     )
     console.print(f"report {paths[0]}")
@@ -75,7 +89,7 @@ def evaluate_golden(
 
 
 def _evaluated(
-    golden: Path, generator: str | None, progress: Callable[[int, int], None]
+    golden: Path, generator: str | None, user: str | None, progress: Callable[[int, int], None]
 ) -> GoldenReport:
     """The golden set's report: asked by the running service when it holds the stores
     (its questions go on between the evaluation's), else here."""
@@ -84,11 +98,12 @@ def _evaluated(
     service = running_service()
     if service is None:
         with open_appliance(generator) as appliance:
+            reader = known_subject(appliance, user) if user else None
             try:
-                return evaluate(appliance, golden, progress)
+                return evaluate(appliance, golden, progress, reader=reader)
             except NoDocuments as error:
                 raise fail(str(error), code=2) from None
-    asked = {"golden": str(golden.resolve()), "generator": generator}
+    asked = {"golden": str(golden.resolve()), "generator": generator, "user": user}
     try:
         for line in service.lines("eval", asked):
             if "done" in line:

@@ -62,6 +62,9 @@ class GoldenReport:
     verifier: str = ""
     rerank_stages: list[str] = field(default_factory=list)
     """The stages after fusion that ranked the passages (settings change them)."""
+    asked_as: str = ""
+    """Who asked: a user's id, or the reader of everything the evaluation asks as by
+    default (what a user may read changes what the gates let through)."""
     answer_ms: list[float] = field(default_factory=list)
     """End to end per question (retrieve, rerank, generate, verify, audit)."""
     failures: list[str] = field(default_factory=list)
@@ -182,7 +185,9 @@ def evaluate(
                 f"set is about first (for the sample set: appliance ingest {SAMPLE_DIR})"
             )
         reader = reader or reader_of_everything(appliance)
-    report = GoldenReport(questions=len(rows), rerank_stages=appliance.query.rerank_stages)
+    report = GoldenReport(
+        questions=len(rows), rerank_stages=appliance.query.rerank_stages, asked_as=reader.user_id
+    )
     tally = _Tally(appliance, reader, report)
     for row in _reporting(rows, progress):
         with hold():  # the service's questions wait only for this one

@@ -24,6 +24,7 @@ def write_golden_report(
         f"{report.questions} questions ({report.answerable} answerable), generator "
         f"`{report.generator}`, verifier `{report.verifier}`, {report.citations} citations. "
         f"Rerank after fusion: {', then '.join(report.rerank_stages) or 'none'}. "
+        f"Asked as `{report.asked_as}`. "
         "Answer latency end to end: "
         + ", ".join(f"{k} {v:.0f}" for k, v in latency(report).items())
         + "\n",
@@ -60,7 +61,7 @@ def write_golden_report(
     data.write_text(
         json.dumps({"command": command, "figures": figures, "failed_gates": failed_gates,
                     "generator": report.generator, "verifier": report.verifier,
-                    "rerank_stages": report.rerank_stages,
+                    "rerank_stages": report.rerank_stages, "asked_as": report.asked_as,
                     "latency": latency(report), "by_kind": report.by_kind(),
                     "per_question": report.per_question}, indent=2, default=str) + "\n",
         encoding="utf-8",

@@ -86,6 +86,7 @@ class AskOrder(BaseModel):
 class EvalOrder(BaseModel):
     golden: str
     generator: str | None = None
+    user: str | None = None
 
 
 @post("/ingest", sync_to_thread=True, include_in_schema=False, status_code=200)
@@ -171,9 +172,15 @@ async def golden_eval(data: JSONBody[EvalOrder], service: Service) -> Stream:
         lines.put({"done": done, "total": total})
 
     def run() -> None:
+        appliance = service.appliance
         try:
-            report = evaluate(service.appliance, golden, told, hold=lambda: service.engine_lock)
+            reader = appliance.subjects.get(data.user) if data.user else None
+            report = evaluate(
+                appliance, golden, told, hold=lambda: service.engine_lock, reader=reader
+            )
             lines.put({"report": dataclasses.asdict(report)})
+        except UnknownSubject as error:
+            lines.put({"error": f"{error}; see 'appliance users list'", "code": 2})
         except EvaluationStopped:
             lines.put({"error": "the evaluation stopped: the service is stopping", "code": 3})
         except NoDocuments as error:

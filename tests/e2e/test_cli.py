@@ -389,8 +389,19 @@ def test_eval_reports_progress_and_writes_its_report(
     progress = [line for line in result.stderr.splitlines() if line.startswith("golden questions:")]
     assert progress and progress[-1].startswith("golden questions: 2/2 (100%)")
     assert sorted(p.name for p in report.iterdir()) == ["golden.json", "golden.md", "golden.png"]
-    figures = json.loads((report / "golden.json").read_text())["figures"]
+    written = json.loads((report / "golden.json").read_text())
+    figures = written["figures"]
     assert figures["correct_refusal_rate"] == 1.0 and figures["false_refusal_rate"] == 0.0
+    assert written["asked_as"] == "golden-evaluator"
+    # Asked as a user: the report says who; an unknown user is refused before any question.
+    result = runner.invoke(
+        app, ["eval", "--golden", str(golden), "--report", str(report), "--user", "dr-okafor"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads((report / "golden.json").read_text())["asked_as"] == "dr-okafor"
+    assert "Asked as `dr-okafor`" in (report / "golden.md").read_text()
+    result = runner.invoke(app, ["eval", "--golden", str(golden), "--user", "nobody-here"])
+    assert result.exit_code == 2 and "appliance users list" in " ".join(result.stderr.split())
 
 
 def test_ask_prints_whom_the_answer_covers_and_how_the_question_was_read(

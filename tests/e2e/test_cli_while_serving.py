@@ -76,14 +76,18 @@ def test_ingest_search_and_remove_go_through_the_running_service(tmp_path: Path)
         gates.write_text("[minimum]\nanswer_contains_gold = 1.0\ncorrect_refusal_rate = 1.0\n")
         evaluated = run(
             ["eval", "--golden", str(golden), "--gates", str(gates),
-             "--report", str(tmp_path / "report")], data,
+             "--report", str(tmp_path / "report"), "--user", "dr-okafor"], data,
         )  # fmt: skip
         assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
         figures = json.loads((tmp_path / "report" / "golden.json").read_text())
-        assert len(figures["per_question"]) == 2
+        assert len(figures["per_question"]) == 2 and figures["asked_as"] == "dr-okafor"
         assert figures["figures"]["answer_contains_gold"] == 1.0
         missing = run(["eval", "--golden", str(tmp_path / "gates.toml")], data)
         assert missing.returncode == 2, missing.stderr  # not a golden file: said, not a crash
+        stranger = run(["eval", "--golden", str(golden), "--user", "nobody-here"], data)
+        assert stranger.returncode == 2 and "appliance users list" in " ".join(
+            stranger.stderr.split()
+        )
 
         removed = run(["docs", "remove", "isolation-precautions"], data)
         assert removed.returncode == 0, removed.stderr
