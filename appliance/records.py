@@ -280,6 +280,7 @@ RefusalCode = Literal[
     "not-relevant",
     "out-of-scope",
     "unknown-identifier",
+    "unknown-name",
     "not-covered",
     "nothing-verified",
     "not-an-answer",

@@ -171,6 +171,11 @@ class AnswerGates:
             return Refusal(
                 "unknown-identifier", f"the documents available to you do not mention {unknown}"
             )
+        if coverage.unknown_names:
+            unknown = listed(list(coverage.unknown_names))
+            return Refusal(
+                "unknown-name", f"the documents available to you do not mention {unknown}"
+            )
         # What the question is about, held only by passages outside its scope.
         removed = [passage_text(c.chunk) for c in candidates if c.chunk.chunk_id in out_of_scope]
         lost = lost_to_scope(understood.focus, coverage, removed, self.terms)

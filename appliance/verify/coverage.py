@@ -39,6 +39,13 @@ _ADVERB_ENDINGS = (("ically", "ic"), ("ily", "y"), ("bly", "ble"), ("ly", "le"),
 happily/happy, probably/probable, gently/gentle, urgently/urgent, hourly/hour."""
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
+_PROPER_NAME = re.compile(r"^[A-Z][a-z]{3,}(?:-[A-Z][a-z]+)*(?:'s)?$")
+"""A capitalised word ("Waterlow", "Child-Pugh", "Crohn's"); not an acronym ("MRSA"), nor
+shorthand with capitals inside ("CrCl", "TTOs"), nor a short one ("Hb")."""
+_PERSON = re.compile(r"\b(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+(?:[A-Z][\w'-]*\s*)+")
+"""A person named with a title ("Mrs Abernethy", "Dr O'Neill"): a ward question's
+patient or colleague, never what the documents must be about."""
+_SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+")
 _QUESTION_FORM = re.compile(
     r"\bhow\s+(?:long|soon|quickly|early|late|far|frequently)\b|\b(?:need|needs|ought)\b",
     re.IGNORECASE,
@@ -70,6 +77,9 @@ class QuestionCoverage:
     documents contain."""
     unknown_identifiers: tuple[str, ...] = ()
     """Identifiers of the asking sentences ("COVID-19") that no readable chunk contains."""
+    unknown_names: tuple[str, ...] = ()
+    """Proper names of the asking sentences (an eponymous score, a disease named after a
+    place) that no readable chunk contains."""
 
 
 def is_everyday(word: str, zipf: Callable[[str], float]) -> bool:
@@ -116,6 +126,8 @@ def question_coverage(
     zipf = english_frequency()
     # Words that start with a digit are values and ages ("58-year-old", "4.5"):
     # qualifiers, not topics ("COVID-19" and "E11.9" are topics).
+    question = _PERSON.sub(" ", question)
+    asking = _PERSON.sub(" ", asking) if asking else asking
     spoken = " ".join(w for w in _QUESTION_FORM.sub(" ", question).split() if not w[:1].isdigit())
     terms = index.content_terms(spoken)
     if not terms:
@@ -173,7 +185,10 @@ def question_coverage(
     }
     missing_names = tuple(w for w, ts in named.items() if not any(found(t) for t in ts))
     unknown = _unknown_identifiers(asking or question, index, frequencies)
-    return QuestionCoverage(covered / whole, missing, weights, missing_names, tuple(named), unknown)
+    unnamed = _unknown_names(asking or question, index, search_filter, frequencies, zipf)
+    return QuestionCoverage(
+        covered / whole, missing, weights, missing_names, tuple(named), unknown, unnamed
+    )
 
 
 def _identifiers(text: str) -> list[str]:
@@ -199,6 +214,51 @@ def _unknown_identifiers(
     if not found or any(any(counts) for counts in found.values()):
         return ()
     return tuple(found)
+
+
+def _proper_names(text: str) -> list[tuple[str, str]]:
+    """Capitalised words inside a sentence (never its first word), each with the
+    initials of the run of capitalised words it stands in ("Glasgow Coma Scale" gives
+    "GCS")."""
+    names = []
+    for sentence in _SENTENCE_END.split(text):
+        words = _WORD.findall(sentence)
+        for i, word in enumerate(words):
+            if i == 0 or not _PROPER_NAME.match(word):
+                continue
+            start, end = i, i + 1
+            while start > 1 and words[start - 1][:1].isupper():
+                start -= 1
+            while end < len(words) and words[end][:1].isupper():
+                end += 1
+            initials = "".join(w[0] for w in words[start:end]) if end - start > 1 else ""
+            names.append((word, initials))
+    return names
+
+
+def _unknown_names(
+    asking: str,
+    index: TermStatistics,
+    search_filter: SearchFilter | None,
+    frequencies: dict[str, int],
+    zipf: Callable[[str], float],
+) -> tuple[str, ...]:
+    """The proper names a question asks about that no readable chunk contains, nor the
+    initials of the name they are part of: what a "Waterlow score" or "Lassa fever" means
+    cannot come from documents that never name it, however well their other words cover
+    the question. A name that is also an everyday word ("March", "Purpose") is not one;
+    surnames and places often are rarer than that ("Norton", "Rankin", "Ebola")."""
+    unknown = []
+    for word, initials in _proper_names(asking):
+        terms = index.content_terms(word)
+        if not terms or zipf(word.lower()) >= EVERYDAY or any(frequencies.get(t) for t in terms):
+            continue
+        if initials:
+            known, _ = index.document_frequencies(index.content_terms(initials), search_filter)
+            if any(known.values()):
+                continue
+        unknown.append(word)
+    return tuple(dict.fromkeys(unknown))
 
 
 def words_for(question: str, terms: Sequence[str], index: TermStatistics) -> list[str]:

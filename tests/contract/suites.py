@@ -386,6 +386,34 @@ class TermStatisticsContract:
         hepatic = question_coverage("Dalteparin in hepatic impairment", [passage], index, None)
         assert {t[:5] for t in hepatic.missing} == {"hepat", "impai"}
 
+    def test_a_proper_name_no_readable_chunk_holds_is_unknown(self, index: Any) -> None:
+        # Every other word of the question is in the passage; the score it names is not.
+        asked = "What Norton score means the discharge summary is sent to the GP?"
+        unknown = question_coverage(asked, [DISCHARGE.text], index, None)
+        assert unknown.unknown_names == ("Norton",)
+        # Not names: a sentence's first word, a month, a name the documents hold.
+        known = question_coverage(
+            "In March, is Clostridioides difficile severe?", [CDIFF.text], index, None
+        )
+        assert known.unknown_names == ()
+        # A name is known where the documents write the initials of the name it is in.
+        index.upsert([make_chunk("neuro", 0, "Call the anaesthetist when the GCS is 8.")])
+        index.commit()
+        initials = question_coverage(
+            "When is the anaesthetist called for a Glasgow Coma Scale of 8?", [], index, None
+        )
+        assert initials.unknown_names == ()
+        # A name only a document the asker may not read holds is unknown to that asker.
+        asked = "Is Pembrolizumab given by the oncology team?"
+        readable = AnyOf("sensitivity", ("internal",))
+        assert question_coverage(asked, [], index, readable).unknown_names == ("Pembrolizumab",)
+        assert question_coverage(asked, [], index, None).unknown_names == ()
+
+    def test_a_person_named_with_a_title_is_not_what_a_question_is_about(self, index: Any) -> None:
+        asked = "Is the discharge summary of Mrs Abernethy sent to the GP?"
+        found = question_coverage(asked, [DISCHARGE.text], index, None, asking=asked)
+        assert found.missing == () and found.coverage == 1.0 and found.unknown_names == ()
+
     def test_the_grammar_of_asking_is_not_a_topic(self, index: Any) -> None:
         # "How soon" asks for a time and "need" whether something is required; the
         # passage answers both without using either word.

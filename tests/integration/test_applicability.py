@@ -75,6 +75,29 @@ def test_an_identifier_no_document_names_is_refused_by_name(sample_appliance: Ap
     assert answer.refused and "COVID-19" in (answer.refusal_reason or "")
 
 
+def test_a_technique_named_after_a_person_no_document_names_is_refused_by_name(
+    sample_appliance: Appliance,
+) -> None:
+    """The central-line bundle covers the rest of the question (insertion, chlorhexidine,
+    skin preparation) and was quoted for it, an answer about something else; only the
+    name shows that the documents cannot say whether that technique is used."""
+    answer = _ask(
+        sample_appliance,
+        "Is the Seldinger technique used when the central line is inserted with "
+        "chlorhexidine skin preparation?",
+    )
+    assert answer.refusal is not None and answer.refusal.code == "unknown-name"
+    assert "Seldinger" in answer.refusal.reason
+
+
+def test_a_patient_named_in_the_question_is_not_what_it_asks_about(
+    sample_appliance: Appliance,
+) -> None:
+    answer = _ask(sample_appliance, "Which precautions apply to Mrs Patel with C. difficile?")
+    assert not answer.refused
+    assert any("Contact precautions" in v.sentence.text for v in answer.sentences)
+
+
 def test_a_part_the_documents_do_not_answer_is_named(sample_appliance: Appliance) -> None:
     answer = _ask(
         sample_appliance,
