@@ -214,7 +214,12 @@ def main() -> None:
     parser.add_argument(
         "--models-from", type=Path, help="a data directory whose site models to use"
     )
-    parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=GeneratorSettings().max_tokens,
+        help="generation limit per answer (default: the product's own setting)",
+    )
     parser.add_argument(
         "--keep",
         type=Path,
@@ -286,7 +291,11 @@ def main() -> None:
         table.add_row(figure, *(_cell(results[r][figure]) for r in results))
     Console().print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    asked_from = {"questions": [q.name for q in asked], "limit": args.limit}
+    asked_from = {
+        "questions": [q.name for q in asked],
+        "limit": args.limit,
+        "max_tokens": args.max_tokens,
+    }
     args.out.write_text(json.dumps({"asked": asked_from, **results}, indent=2))
 
 
