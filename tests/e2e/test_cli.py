@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 from appliance.cli import app
 from appliance.generate.prompt import fence_key
 from appliance.model_registry import ModelRegistry
-from tests.conftest import SAMPLE_SUBJECTS, audit_entries, make_settings
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, audit_entries, make_settings
 
 runner = CliRunner()
 
@@ -376,8 +376,14 @@ def test_eval_reports_progress_and_writes_its_report(
         json.dumps({"question": "Which respirator do staff wear for tuberculosis?",
                     "doc_id": "isolation-precautions", "quote": "Staff wear an FFP3 respirator"})
         + "\n" + json.dumps({"question": "How do I book annual leave?", "answerable": False})
+        + "\n" + json.dumps({
+            "question": "Who is contacted about dexrazoxane after an anthracycline extravasation?",
+            "doc_id": "chemotherapy-extravasation",
+            "quote": "contact the oncology registrar about dexrazoxane"})
         + "\n"
     )  # fmt: skip
+    # The oncology unit's guideline is confidential: not every user may read it.
+    shutil.copy(SAMPLE_CORPUS / "chemotherapy-extravasation.txt", corpus_copy)
     result = runner.invoke(app, ["eval", "--golden", str(golden)])
     assert result.exit_code == 2
     assert "ingest the corpus the golden set is about" in " ".join(result.stderr.split())
@@ -387,7 +393,7 @@ def test_eval_reports_progress_and_writes_its_report(
     assert result.exit_code == 0, result.output
     # stderr is not a terminal here: progress comes as log lines, the last one at 2 of 2
     progress = [line for line in result.stderr.splitlines() if line.startswith("golden questions:")]
-    assert progress and progress[-1].startswith("golden questions: 2/2 (100%)")
+    assert progress and progress[-1].startswith("golden questions: 3/3 (100%)")
     assert sorted(p.name for p in report.iterdir()) == ["golden.json", "golden.md", "golden.png"]
     written = json.loads((report / "golden.json").read_text())
     figures = written["figures"]
@@ -402,6 +408,21 @@ def test_eval_reports_progress_and_writes_its_report(
     assert "Asked as `dr-okafor`" in (report / "golden.md").read_text()
     result = runner.invoke(app, ["eval", "--golden", str(golden), "--user", "nobody-here"])
     assert result.exit_code == 2 and "appliance users list" in " ".join(result.stderr.split())
+    # As each of the site's users: a report each, under the gates for a user. The IT
+    # administrator may not read the confidential guideline: a false refusal, by design,
+    # not a failed gate (the reader of everything's gates would fail it).
+    every = tmp_path / "every"
+    asked = ["eval", "--golden", str(golden), "--report", str(every), "--every-user"]
+    result = runner.invoke(app, asked)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in every.iterdir()) == [
+        "audit-ito", "dr-okafor", "dr-shah", "head-moreau", "it-santos", "nurse-lindqvist",
+        "pharm-haddad",
+    ]  # fmt: skip
+    it = json.loads((every / "it-santos" / "golden.json").read_text())
+    assert it["asked_as"] == "it-santos" and it["figures"]["false_refusal_rate"] == 0.5
+    assert "golden questions as it-santos: 3/3" in result.stderr
+    assert runner.invoke(app, [*asked, "--user", "dr-okafor"]).exit_code == 2
 
 
 def test_ask_prints_whom_the_answer_covers_and_how_the_question_was_read(

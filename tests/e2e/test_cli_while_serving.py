@@ -82,6 +82,14 @@ def test_ingest_search_and_remove_go_through_the_running_service(tmp_path: Path)
         figures = json.loads((tmp_path / "report" / "golden.json").read_text())
         assert len(figures["per_question"]) == 2 and figures["asked_as"] == "dr-okafor"
         assert figures["figures"]["answer_contains_gold"] == 1.0
+        every = run(
+            ["eval", "--golden", str(golden), "--report", str(tmp_path / "every"),
+             "--every-user"], data,
+        )  # fmt: skip
+        assert every.returncode == 0, every.stdout + every.stderr
+        asked_as = {json.loads(p.read_text())["asked_as"]
+                    for p in (tmp_path / "every").glob("*/golden.json")}  # fmt: skip
+        assert len(asked_as) == 7 and "dr-okafor" in asked_as
         missing = run(["eval", "--golden", str(tmp_path / "gates.toml")], data)
         assert missing.returncode == 2, missing.stderr  # not a golden file: said, not a crash
         stranger = run(["eval", "--golden", str(golden), "--user", "nobody-here"], data)

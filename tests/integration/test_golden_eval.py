@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from appliance.access.rules import Subject
+from appliance.access.subjects import SubjectDirectory
 from appliance.engines import Appliance
 from appliance.eval.golden import (
     GoldenReport,
@@ -23,7 +24,7 @@ from appliance.eval.golden import (
     token_f1,
 )
 from appliance.eval.report import write_golden_report
-from tests.conftest import SAMPLE_CORPUS, make_settings
+from tests.conftest import SAMPLE_CORPUS, SAMPLE_SUBJECTS, SLOW, make_settings
 
 
 def test_token_f1() -> None:
@@ -48,6 +49,21 @@ def test_gates_fail_with_the_figure_named(tmp_path: Path) -> None:
         "false_refusal_rate 0.200 is above the gate 0.1",
     ]
     gates.write_text("[minimum]\nhappiness = 1.0\n")
+    with pytest.raises(ValueError, match="unknown figures"):
+        check_gates(report, gates)
+    # Asked as one of the site's users, the [as_a_user] gates apply (and only they).
+    gates.write_text(
+        "[maximum]\nfalse_refusal_rate = 0.1\n[as_a_user.maximum]\nunsafe_answers = 0\n"
+    )
+    assert check_gates(report, gates, as_a_user=True) == []
+    assert check_gates(GoldenReport(unsafe_answers=1), gates, as_a_user=True) == [
+        "unsafe_answers 1.000 is above the gate 0"
+    ]
+    gates.write_text("[maximum]\nfalse_refusal_rate = 0.1\n")  # none for a user: these
+    assert check_gates(report, gates, as_a_user=True) == [
+        "false_refusal_rate 0.200 is above the gate 0.1"
+    ]
+    gates.write_text("[as_a_user.minimum]\nhappiness = 1.0\n")
     with pytest.raises(ValueError, match="unknown figures"):
         check_gates(report, gates)
 
@@ -128,6 +144,34 @@ def test_a_golden_set_is_asked_as_the_reader_given(
     assert as_nurse.false_refusal_rate == 1.0 and as_nurse.answer_contains_gold == 0.0
     as_everyone = evaluate(sample_appliance, golden)
     assert as_everyone.false_refusal_rate == 0.0 and as_everyone.answer_contains_gold == 1.0
+
+
+def test_no_demo_user_gets_an_unsafe_answer_from_the_sample_sets(
+    sample_appliance: Appliance, tmp_path: Path
+) -> None:
+    """The release gates ask as a reader of everything, but what a user may read
+    changes the passages a question meets and how its words weigh: an emergency
+    clinician was once answered a question the gates saw refused. So every demo user
+    of the sample corpus (every role, two clinicians of different departments) asks the questions both sample sets mark
+    unanswerable (every question in slow mode): none may be answered, and every
+    citation given must be an exact span of its document."""
+    rows = [
+        line
+        for name in ("golden.jsonl", "golden-graph.jsonl")
+        for line in (SAMPLE_CORPUS.parent / name).read_text(encoding="utf-8").splitlines()
+        if SLOW or not json.loads(line).get("answerable", True)
+    ]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(rows) + "\n")
+    users = SubjectDirectory(SAMPLE_SUBJECTS).subjects()
+    assert len({role for user in users.values() for role in user.roles}) == 6
+    for user in users.values():
+        report = evaluate(sample_appliance, golden, reader=user)
+        assert report.asked_as == user.user_id
+        unsafe = [o["question"] for o in report.per_question if o["unsafe"]]
+        assert report.unsafe_answers == 0, (user.user_id, unsafe)
+        assert report.exact_span_validity == 1.0, user.user_id
+        assert report.correct_refusal_rate == 1.0, user.user_id
 
 
 def test_every_golden_quote_of_the_sample_corpus_stands_in_one_of_its_chunks(
