@@ -42,9 +42,12 @@ MIN_PREFIX = 4
 _PROPER_NAME = re.compile(r"^[A-Z][a-z]{3,}(?:-[A-Z][a-z]+)*(?:'s)?$")
 """A capitalised word ("Waterlow", "Child-Pugh", "Crohn's"); not an acronym ("MRSA"), nor
 shorthand with capitals inside ("CrCl", "TTOs"), nor a short one ("Hb")."""
-_PERSON = re.compile(r"\b(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+(?:[A-Z][\w'-]*\s*)+")
-"""A person named with a title ("Mrs Abernethy", "Dr O'Neill"): a ward question's
-patient or colleague, never what the documents must be about."""
+_PERSON = re.compile(
+    r"\b(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+(?:[A-Z][a-z]*\s+(?=[A-Z]))?[A-Z][\w'-]*"
+)
+"""A person named with a title ("Mrs Abernethy", "Mrs Jane Doe", "Dr O'Neill"): a ward
+question's patient or colleague, never what the documents must be about. At most two
+names, so that "Mr Shah's Warfarin" keeps its drug."""
 _SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+")
 _QUESTION_FORM = re.compile(
     r"\bhow\s+(?:long|soon|quickly|early|late|far|frequently)\b|\b(?:need|needs|ought)\b",
