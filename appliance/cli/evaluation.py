@@ -136,7 +136,8 @@ def _print_by_user(
     table = Table(title=f"{golden.name}: {reports[0].questions} questions, asked as each user")
     for column in ("user", "unsafe answers", "correct refusals", "false refusals",
                    "exact spans", "gold quote", "gates"):  # fmt: skip
-        table.add_column(column, justify="left" if column == "user" else "right")
+        user = column == "user"
+        table.add_column(column, justify="left" if user else "right", no_wrap=user)
     for report, failed in zip(reports, failed_by_report, strict=True):
         table.add_row(
             report.asked_as,
