@@ -40,8 +40,8 @@ happily/happy, probably/probable, gently/gentle, urgently/urgent, hourly/hour.""
 _ACRONYM = re.compile(r"^[A-Z]{2,6}$")
 MIN_PREFIX = 4
 _PROPER_NAME = re.compile(r"^[A-Z][a-z]{3,}(?:-[A-Z][a-z]+)*(?:'s)?$")
-"""A capitalised word ("Waterlow", "Child-Pugh", "Crohn's"); not an acronym ("MRSA"), nor
-shorthand with capitals inside ("CrCl", "TTOs"), nor a short one ("Hb")."""
+"""A capitalised word ("Braden", "Child-Pugh", "Crohn's"); not an acronym ("MRSA"), nor
+shorthand with capitals inside ("SpO2", "NGTs"), nor a short one ("Hb")."""
 _PERSON = re.compile(
     r"\b(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof)\.?\s+(?:[A-Z][a-z]*\s+(?=[A-Z]))?[A-Z][\w'-]*"
 )
@@ -230,7 +230,7 @@ def _proper_names(text: str) -> list[tuple[str, str]]:
             if i == 0 or not _PROPER_NAME.match(word):
                 continue
             start, end = i, i + 1
-            while start > 1 and words[start - 1][:1].isupper():
+            while start > 0 and words[start - 1][:1].isupper():
                 start -= 1
             while end < len(words) and words[end][:1].isupper():
                 end += 1
@@ -247,10 +247,10 @@ def _unknown_names(
     zipf: Callable[[str], float],
 ) -> tuple[str, ...]:
     """The proper names a question asks about that no readable chunk contains, nor the
-    initials of the name they are part of: what a "Waterlow score" or "Lassa fever" means
+    initials of the name they are part of: what a "Norton score" or "Lassa fever" means
     cannot come from documents that never name it, however well their other words cover
     the question. A name that is also an everyday word ("March", "Purpose") is not one;
-    surnames and places often are rarer than that ("Norton", "Rankin", "Ebola")."""
+    surnames and places often are rarer than that ("Norton", "Rankin", "Lassa")."""
     unknown = []
     for word, initials in _proper_names(asking):
         terms = index.content_terms(word)

@@ -403,6 +403,8 @@ class TermStatisticsContract:
             "When is the anaesthetist called for a Glasgow Coma Scale of 8?", [], index, None
         )
         assert initials.unknown_names == ()
+        first = "Glasgow Coma Scale of 8: when is the anaesthetist called?"
+        assert question_coverage(first, [], index, None).unknown_names == ()
         # A name only a document the asker may not read holds is unknown to that asker.
         asked = "Is Pembrolizumab given by the oncology team?"
         readable = AnyOf("sensitivity", ("internal",))
